@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+
+int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			const char *v = p + klen + 1;
+			char *end;
+			unsigned long long x;
+
+			if (*v < '0' || *v > '9')
+				return -EINVAL;
+			errno = 0;
+			x = strtoull(v, &end, 10);
+			if (errno || (*end != '\n' && *end != 0))
+				return -EINVAL;
+			*ret = x;
+			return 0;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int read_small_file_at(int dirfd, const char *path, size_t max, char **ret)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	size_t n = 0;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(max + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t k = read(fd, buf + n, max - n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		n += k;
+		if (n == max)
+			return -EFBIG;
+	}
+	buf[n] = 0;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int write_string_file_at(int dirfd, const char *path, const char *s)
+{
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = strlen(s);
+	ssize_t k;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	k = write(fd, s, len);
+	if (k < 0)
+		return -errno;
+	return (size_t)k == len ? 0 : -EIO;
+}
+
+static int cg_file(const char *root, const char *path, const char *file, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/%s%s%s", root, path, *path ? "/" : "", file);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,
+		      uint64_t *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	char p[PATH_MAX];
+	uint64_t v;
+	int r;
+
+	r = cg_file(root, path, file, p, sizeof(p));
+	if (r < 0)
+		return r;
+	r = read_small_file_at(AT_FDCWD, p, 64 * 1024, &text);
+	if (r < 0)
+		return r;
+	r = keyed_file_parse_u64(text, key, &v);
+	if (r < 0)
+		return r;
+	*ret = v;
+	return 0;
+}
+
+int cg_write(const char *root, const char *path, const char *file, const char *s)
+{
+	char p[PATH_MAX];
+	int r = cg_file(root, path, file, p, sizeof(p));
+
+	return r < 0 ? r : write_string_file_at(AT_FDCWD, p, s);
+}
+
+int cg_enter(const char *root, const char *path)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	return cg_write(root, path, "cgroup.procs", pid);
+}
+
+int cg_rmdir(const char *root, const char *path, unsigned timeout_ms)
+{
+	char p[PATH_MAX];
+	int r = cg_file(root, path, "", p, sizeof(p));
+
+	if (r < 0)
+		return r;
+	for (unsigned waited = 0;; waited += 10) {
+		if (rmdir(p) == 0)
+			return 0;
+		if (errno != EBUSY || waited >= timeout_ms)
+			return -errno;
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+}
+
+int cg_id(const char *root, const char *path, uint64_t *ret)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int r = cg_file(root, path, "", p, sizeof(p));
+
+	if (r < 0)
+		return r;
+	if (stat(p, &st) < 0)
+		return -errno;
+	*ret = st.st_ino;
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Reading and writing cgroup v2 interface files. Paths are relative to a
+ * cgroupfs root passed by the caller, so tests can use a temporary tree. */
+#pragma once
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* Finds "key value" in a flat-keyed file's text (memory.stat, cgroup.stat,
+ * cgroup.events). -ENOENT when the key is absent, -EINVAL when its value is
+ * not a number. */
+int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret);
+
+/* Reads a whole small file (at most max bytes) into a NUL-terminated buffer. */
+int read_small_file_at(int dirfd, const char *path, size_t max, char **ret);
+int write_string_file_at(int dirfd, const char *path, const char *s);
+
+/* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */
+int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,
+		      uint64_t *ret);
+int cg_write(const char *root, const char *path, const char *file, const char *s);
+/* Moves the calling process into the cgroup. */
+int cg_enter(const char *root, const char *path);
+/* rmdir, retrying while the kernel still sees the cgroup populated (EBUSY
+ * for up to timeout_ms, as runc and crun do). */
+int cg_rmdir(const char *root, const char *path, unsigned timeout_ms);
+/* The cgroup's id: its inode number in cgroupfs, what BPF sees as kn->id. */
+int cg_id(const char *root, const char *path, uint64_t *ret);

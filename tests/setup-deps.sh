@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs every build, test and benchmark dependency from Debian's packages.
+# Idempotent: only missing packages are installed, and apt's lists are only
+# refreshed when something is missing.
+set -eu
+
+PKGS="
+meson ninja-build gcc clang llvm pkg-config
+bpftool libbpf-dev libelf-dev zlib1g-dev
+libsystemd-dev libcgroup-dev libinih-dev libnl-3-dev libnl-route-3-dev
+libjson-c-dev libmicrohttpd-dev
+qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs
+bpftrace gnuplot-nox jq crun runc dbus systemd fio
+"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "setup-deps: installing:$missing" >&2
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup-deps: not root; install these packages first:$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null

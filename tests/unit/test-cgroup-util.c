@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* cgroup-util against a temporary directory standing in for cgroupfs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+#include "tap.h"
+
+static const char memory_stat[] = "anon 1052672\n"
+				   "file 209715200\n"
+				   "file_dirty 104857600\n"
+				   "file_writeback 4096\n"
+				   "file_dirty_extra 7\n"
+				   "shmem 0\n";
+
+int main(void)
+{
+	char root[] = "/tmp/wbg-test-cg.XXXXXX", p[256];
+	uint64_t v = 0;
+
+	CHECK(keyed_file_parse_u64(memory_stat, "file_dirty", &v) == 0 && v == 104857600,
+	      "file_dirty found, not confused with file_dirty_extra");
+	CHECK(keyed_file_parse_u64(memory_stat, "anon", &v) == 0 && v == 1052672, "first key");
+	CHECK(keyed_file_parse_u64(memory_stat, "shmem", &v) == 0 && v == 0, "last key");
+	CHECK(keyed_file_parse_u64(memory_stat, "file_", &v) == -ENOENT, "a key's prefix is not a key");
+	CHECK(keyed_file_parse_u64("populated 1\nfrozen 0\n", "populated", &v) == 0 && v == 1,
+	      "cgroup.events");
+	CHECK(keyed_file_parse_u64("file_dirty x\n", "file_dirty", &v) == -EINVAL, "non-numeric value");
+	CHECK(keyed_file_parse_u64("file_dirty 12abc\n", "file_dirty", &v) == -EINVAL, "junk after value");
+	CHECK(keyed_file_parse_u64("", "file_dirty", &v) == -ENOENT, "empty file");
+
+	if (!mkdtemp(root))
+		return 1;
+	snprintf(p, sizeof(p), "%s/pod", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/pod/memory.stat", root);
+	{
+		_cleanup_close_ int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		CHECK(fd >= 0 && write(fd, memory_stat, sizeof(memory_stat) - 1) > 0, "fixture written");
+	}
+	CHECK(cg_read_keyed_u64(root, "pod", "memory.stat", "file_writeback", &v) == 0 && v == 4096,
+	      "cg_read_keyed_u64 reads a cgroup file under a given root");
+	CHECK(cg_read_keyed_u64(root, "gone", "memory.stat", "file_dirty", &v) == -ENOENT,
+	      "a vanished cgroup is -ENOENT");
+	CHECK(cg_id(root, "pod", &v) == 0 && v > 0, "cg_id is the inode number");
+	unlink(p);
+	CHECK(cg_rmdir(root, "pod", 100) == 0, "cg_rmdir removes an empty cgroup");
+	CHECK(cg_rmdir(root, "pod", 100) == -ENOENT, "cg_rmdir of a gone cgroup is -ENOENT");
+	rmdir(root);
+	return tap_done();
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdint.h>
+
+#include "parse-util.h"
+#include "tap.h"
+
+int main(void)
+{
+	static const struct {
+		const char *in;
+		int r;
+		uint64_t v;
+	} sizes[] = {
+		{ "0", 0, 0 },		 { "512", 0, 512 },	       { "64K", 0, 64 << 10 },
+		{ "256M", 0, 256ULL << 20 }, { "4G", 0, 4ULL << 30 },    { "1TiB", 0, 1ULL << 40 },
+		{ "2g", 0, 2ULL << 30 },	 { "3MB", 0, 3ULL << 20 },	 { "", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },	 { "12X", -EINVAL, 0 },	       { "1Mx", -EINVAL, 0 },
+		{ "99999999999T", -ERANGE, 0 }, { "M", -EINVAL, 0 },
+	};
+	uint64_t v;
+	double d;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int r = parse_size(sizes[i].in, &v);
+
+		CHECK(r == sizes[i].r && (r < 0 || v == sizes[i].v), "parse_size(\"%s\")", sizes[i].in);
+	}
+	CHECK(parse_u64_max("2", 2, &v) == 0 && v == 2, "u64 at the bound");
+	CHECK(parse_u64_max("3", 2, &v) == -ERANGE, "u64 above the bound");
+	CHECK(parse_u64_max("2 ", 9, &v) == -EINVAL, "u64 with trailing junk");
+	CHECK(parse_u64_max("+2", 9, &v) == -EINVAL, "u64 with a sign");
+	CHECK(parse_double("2.5", &d) == 0 && d == 2.5, "double with fraction");
+	CHECK(parse_double(".5", &d) == 0 && d == 0.5, "double with leading dot");
+	CHECK(parse_double("-1", &d) == -EINVAL, "negative double");
+	CHECK(parse_double("nan", &d) == -EINVAL, "nan");
+	CHECK(parse_double("1e999", &d) == -EINVAL, "overflowing double");
+	return tap_done();
+}
