@@ -87,6 +87,18 @@ struct writer_result {
 	double per_sec[MAX_SECS];
 };
 
+static int reopen(int *fds, uint64_t i)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/wbstall.%" PRIu64, arg.dir, i);
+	close(fds[i]);
+	fds[i] = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fds[i] < 0)
+		return log_error_errno(errno, "Cannot reopen %s", p);
+	return 0;
+}
+
 /* Round-robin paced appends of CHUNK bytes to every file, in the cgroup
  * given, for secs seconds worth of data at the given rate. Runs in a child
  * so the cgroup can be left (and removed) when it exits. */
@@ -128,6 +140,16 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 		if (write(fds[i % arg.files], buf, CHUNK) != CHUNK)
 			return log_error_errno(errno, "write");
 		lag_record(&t, CHUNK, s, now());
+		/* Reopen each file once after its first append, as a writer that
+		 * opens per append (seed 000's dd loop, log shippers) does. On XFS
+		 * only the first dirty close flushes delalloc blocks
+		 * (xfs_release sets XFS_IDIRTY_RELEASE), so without this the
+		 * writer's exit would write its data back and hide the stall. */
+		if (i < arg.files) {
+			r = reopen(fds, i);
+			if (r < 0)
+				return r;
+		}
 	}
 	res->elapsed = now() - start;
 	res->written = t.written;

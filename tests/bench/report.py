@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""Collects a bench directory into bench.json, a side-by-side table and lag.png.
+
+bench DIR layout: DIR/columns ("name kernel mode mitigation fs" per line) and
+DIR/<name>/run<i>/result.json (one wbstall result per run).
+"""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+
+def spread(values):
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def fmt(s, unit="", digits=1):
+    if not s:
+        return "-"
+    m = f"{s['median']:.{digits}f}{unit}"
+    if s["n"] > 1:
+        m += f" ({s['min']:.{digits}f}-{s['max']:.{digits}f})"
+    return m
+
+
+def load_column(d, name, kernel, mode, mit, fs):
+    runs, failed = [], 0
+    cdir = os.path.join(d, name)
+    for r in sorted(os.listdir(cdir)) if os.path.isdir(cdir) else []:
+        p = os.path.join(cdir, r, "result.json")
+        try:
+            with open(p) as f:
+                res = json.load(f)
+            res["run"] = r
+            runs.append(res)
+        except (OSError, ValueError):
+            failed += 1
+    wb = [r.get("cgroup_writeback_by_id", {}) for r in runs]
+    summary = {
+        "worst_lag_s": spread([r["new"]["worst_lag_s"] for r in runs]),
+        "elapsed_s": spread([r["new"]["elapsed_s"] for r in runs]),
+        "old_enoent": spread([w.get("old_target", {}).get("enoent", 0) for w in wb]),
+        "old_ok": spread([w.get("old_target", {}).get("ok", 0) for w in wb]),
+        "old_file_dirty_at_removal_bytes": spread([r["old"]["file_dirty_at_removal"] for r in runs]),
+        "completed_runs": sum(1 for r in runs if r["new"]["completed"]),
+        "failed_runs": failed,
+    }
+    return {"name": name, "kernel": kernel, "mode": mode, "mitigation": mit, "fs": fs,
+            "kernel_release": runs[0]["kernel"] if runs else None,
+            "summary": summary, "runs": runs}
+
+
+def ratios(cols):
+    """Worst lag of each removed column over its control (same kernel, fs)."""
+    out = []
+    for c in cols:
+        if c["mode"] != "removed" or not c["summary"]["worst_lag_s"]:
+            continue
+        for a in cols:
+            if (a["mode"] == "alive" and a["kernel"] == c["kernel"] and a["fs"] == c["fs"]
+                    and a["summary"]["worst_lag_s"]):
+                num = c["summary"]["worst_lag_s"]["median"]
+                den = max(a["summary"]["worst_lag_s"]["median"], 0.001)
+                out.append({"column": c["name"], "control": a["name"], "worst_lag_ratio": round(num / den, 2)})
+                break
+    return out
+
+
+def plot(d, cols):
+    lines = []
+    for c in cols:
+        if not c["runs"]:
+            continue
+        runs = sorted(c["runs"], key=lambda r: r["new"]["worst_lag_s"])
+        median_run = runs[len(runs) // 2]
+        dat = os.path.join(d, c["name"] + ".lag.dat")
+        with open(dat, "w") as f:
+            for i, v in enumerate(median_run["new"]["lag_per_sec"]):
+                f.write(f"{i} {v}\n")
+        lines.append(f"'{dat}' using 1:2 with lines lw 2 title '{c['name']} ({median_run['run']})'")
+    if not lines:
+        return None
+    png = os.path.join(d, "lag.png")
+    script = "\n".join([
+        "set terminal pngcairo size 1100,600 font ',10'",
+        f"set output '{png}'",
+        "set title 'Replacement writer: lag behind schedule, per second (median run of each column)'",
+        "set xlabel 'seconds since the new writer started'",
+        "set ylabel 'lag (s)'",
+        "set grid",
+        "set key outside right top",
+        "plot " + ", \\\n  ".join(lines),
+    ])
+    try:
+        subprocess.run(["gnuplot"], input=script.encode(), check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"report: gnuplot failed: {e}", file=sys.stderr)
+        return None
+    return png
+
+
+def main():
+    d = sys.argv[1]
+    cols = []
+    with open(os.path.join(d, "columns")) as f:
+        for line in f:
+            name, kernel, mode, mit, fs = line.split()
+            cols.append(load_column(d, name, kernel, mode, mit, fs))
+    result = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": platform.node(),
+        "columns": cols,
+        "ratios": ratios(cols),
+    }
+    png = plot(d, cols)
+    if png:
+        result["plot"] = png
+    with open(os.path.join(d, "bench.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+    hdr = f"{'column':34} {'kernel':18} {'worst lag s':>22} {'old -ENOENT':>24} {'old ok':>10} {'append s':>20} {'runs':>5}"
+    print(hdr)
+    print("-" * len(hdr))
+    for c in cols:
+        s = c["summary"]
+        ok_runs = len(c["runs"])
+        print(f"{c['name']:34} {str(c['kernel_release']):18} {fmt(s['worst_lag_s'], '', 2):>22} "
+              f"{fmt(s['old_enoent'], '', 0):>24} {fmt(s['old_ok'], '', 0):>10} "
+              f"{fmt(s['elapsed_s'], '', 1):>20} {ok_runs:>2}/{ok_runs + s['failed_runs']}")
+    for r in result["ratios"]:
+        print(f"worst lag {r['column']} / {r['control']}: {r['worst_lag_ratio']}x")
+    print(f"results: {os.path.join(d, 'bench.json')}" + (f"  plot: {png}" if png else ""))
+    return 1 if any(c["summary"]["failed_runs"] for c in cols) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+# Sourced by VM test jobs: TAP-like result lines the host runner counts.
+# shellcheck shell=sh
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; }
+skip() { echo "skip - $*"; }
+# check NAME CMD...: ok when CMD succeeds.
+check() {
+	name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+# jqv FILE EXPR: print a jq value, empty on any error.
+jqv() { jq -r "$2 // empty" "$1" 2>/dev/null; }
+# Starts the independent bpftrace witness of cgroup_writeback_by_id results
+# and waits until its probe is attached; witness_stop prints "RET COUNT" lines.
+witness_start() {
+	bpftrace -e 'kretprobe:cgroup_writeback_by_id { @ret[(int32)retval] = count(); }' >/tmp/witness.txt 2>&1 &
+	WITNESS=$!
+	i=0
+	while ! grep -q Attaching /tmp/witness.txt && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	sleep 1
+}
+witness_stop() {
+	kill -INT "$WITNESS"
+	wait "$WITNESS"
+	sed -n 's/^@ret\[\(-\{0,1\}[0-9]*\)\]: \([0-9]*\)$/\1 \2/p' /tmp/witness.txt
+}

@@ -1,0 +1,33 @@
+# vm: --kernel stock --disks ext4,xfs
+# On the stock 6.12 kernel the replacement's foreign flushes to the removed
+# cgroup's wb fail with -ENOENT; wbguard's BPF counters see exactly what an
+# independent bpftrace kretprobe sees. Short scenario: functional, not timed.
+. "$WBG_TOP/tests/vm/lib.sh"
+S="$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12"
+witness_start
+$S --dir /mnt/ext4 --mode removed --json /wbg-out/ext4.json
+check "wbstall (BPF attached) on ext4, removed" test $? = 0
+witness_stop >/tmp/w.txt
+r=/wbg-out/ext4.json
+check "ext4: old cgroup id recorded" test "$(jqv $r .old.cgroup_id)" -gt 0
+check "ext4: old cgroup left dirty data at removal" test "$(jqv $r .old.file_dirty_at_removal)" -gt 0
+check "ext4: foreign flushes to the removed cgroup get -ENOENT" test "$(jqv $r '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
+check "ext4: those targets are seen as dying" test "$(jq '[.cgroup_writeback_by_id.series[] | select(.ret == -2 and .target == "dying")] | length' $r)" -gt 0
+ours=$(jqv $r '.cgroup_writeback_by_id.all.enoent')
+theirs=$(awk '$1 == -2 {print $2}' /tmp/w.txt)
+echo "# -ENOENT: wbguard BPF $ours, bpftrace $theirs"
+check "ext4: BPF -ENOENT count equals bpftrace's" test "${ours:-x}" = "${theirs:-y}"
+ours=$(jqv $r '.cgroup_writeback_by_id.all.ok'); theirs=$(awk '$1 == 0 {print $2}' /tmp/w.txt)
+check "ext4: BPF ok count equals bpftrace's" test "${ours:-0}" = "${theirs:-0}"
+
+$S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
+check "wbstall on xfs, removed" test $? = 0
+check "xfs: old cgroup left dirty data at removal" test "$(jqv /wbg-out/xfs.json .old.file_dirty_at_removal)" -gt 0
+check "xfs: foreign flushes to the removed cgroup get -ENOENT" test "$(jqv /wbg-out/xfs.json '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
+
+$S --dir /mnt/ext4 --mode alive --json /wbg-out/alive.json
+check "wbstall on ext4, alive (control)" test $? = 0
+check "alive: no -ENOENT for the old cgroup" test -z "$(jqv /wbg-out/alive.json '.cgroup_writeback_by_id.old_target.enoent')"
+check "alive: foreign flushes to the old cgroup succeed" test "$(jqv /wbg-out/alive.json '.cgroup_writeback_by_id.old_target.ok')" -gt 0
+check "no cgroup left behind" test ! -e /sys/fs/cgroup/wbstall
+check "no file left behind" test -z "$(ls /mnt/ext4/ /mnt/xfs | grep wbstall)"
