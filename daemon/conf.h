@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* wbguardd's configuration: /etc/wbguard/wbguard.conf plus conf.d drop-ins. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WBG_CONF_FILE "/etc/wbguard/wbguard.conf"
+#define WBG_ROOTS_MAX 16
+#define WBG_FSTYPES_MAX 8
+
+enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF };
+enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
+
+struct wbg_fs_passes {
+	char fstype[16];
+	unsigned passes;
+};
+
+struct wbg_config {
+	/* [daemon] */
+	char cgroup_root[256];
+	char *roots[WBG_ROOTS_MAX]; /* subtrees to watch, relative to cgroup_root; "" = all */
+	unsigned n_roots;
+	int log_level;
+	char state_dir[256];
+	char scratch_cgroup[256]; /* "" = pick at start (own delegated subtree or root) */
+	/* [flush] */
+	unsigned workers;
+	uint64_t timeout_usec;
+	struct wbg_fs_passes passes[WBG_FSTYPES_MAX];
+	unsigned n_passes;
+	unsigned default_passes;
+	enum wbg_inode_flush inode_flush;
+	unsigned max_inodes; /* per cgroup, for the inode-level flush */
+	bool flush_bdev;
+	bool scratch_cycle;
+	/* [mitigation] */
+	enum wbg_mitigation mitigation;
+	/* [bpf] */
+	bool bpf;
+};
+
+void config_init(struct wbg_config *c);
+void config_done(struct wbg_config *c);
+/* Loads path, then path's directory's conf.d/ *.conf in lexical order. A
+ * missing main file is fine (defaults); any bad line is an error naming file,
+ * line and key, and *c is then left as it was. */
+int config_load(struct wbg_config *c, const char *path);
+/* One file or string on top of what c holds (used by config_load and tests). */
+int config_parse_file(struct wbg_config *c, const char *path);
+int config_parse_string(struct wbg_config *c, const char *name, const char *text);
+unsigned config_passes_for(const struct wbg_config *c, const char *fstype);

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "log.h"
+#include "tap.h"
+
+static char last_err[1024];
+
+/* Runs config_parse_string with stderr captured into last_err. */
+static int parse(struct wbg_config *c, const char *text)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2), r;
+	size_t n;
+
+	dup2(fileno(f), 2);
+	r = config_parse_string(c, "test.conf", text);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(last_err, 1, sizeof(last_err) - 1, f);
+	last_err[n] = 0;
+	fclose(f);
+	return r;
+}
+
+static void write_file(const char *p, const char *s)
+{
+	FILE *f = fopen(p, "w");
+	fputs(s, f);
+	fclose(f);
+}
+
+int main(void)
+{
+	struct wbg_config c;
+	char dir[] = "/tmp/wbg-conf.XXXXXX", p[256], d[256];
+
+	config_init(&c);
+	CHECK(config_passes_for(&c, "ext4") == 2 && config_passes_for(&c, "xfs") == 1 &&
+		      config_passes_for(&c, "tmpfs") == 1,
+	      "default passes: ext4 2, xfs 1, others 1");
+	CHECK(parse(&c, "[daemon]\ncgroup_root = /tmp/cg\nroots = kubepods.slice  /system.slice\n"
+			"log_level = debug\n[flush]\nworkers = 8\ntimeout_sec = 2.5\npasses_ext4 = 3\n"
+			"passes_zfs = 1\ninode_flush = off\n[mitigation]\nmode = on\n[bpf]\nenable = no\n") == 0,
+	      "a full file parses");
+	CHECK(strcmp(c.cgroup_root, "/tmp/cg") == 0, "cgroup_root");
+	CHECK(c.n_roots == 2 && strcmp(c.roots[0], "kubepods.slice") == 0 && strcmp(c.roots[1], "system.slice") == 0,
+	      "roots, leading '/' dropped");
+	CHECK(c.log_level == LOG_DEBUG && c.workers == 8 && c.timeout_usec == 2500000, "numbers");
+	CHECK(config_passes_for(&c, "ext4") == 3 && config_passes_for(&c, "zfs") == 1, "passes per fs type");
+	CHECK(c.inode_flush == WBG_INODE_FLUSH_OFF && c.mitigation == WBG_MITIGATION_ON && !c.bpf, "enums, bools");
+
+	CHECK(parse(&c, "[flush]\nworkers = 0\n") < 0, "workers = 0 rejected");
+	CHECK(strstr(last_err, "test.conf:2: [flush] workers = '0': expected a number from 1 to 64") != NULL,
+	      "error names file, line, key and what was expected: %s", last_err);
+	CHECK(c.workers == 8, "a bad file leaves the config as it was");
+	CHECK(parse(&c, "# comment\n\n[daemon]\nfoo = 1\n") == -EINVAL &&
+		      strstr(last_err, "test.conf:4: unknown key 'foo' in section [daemon]"),
+	      "unknown key: %s", last_err);
+	CHECK(parse(&c, "[daemon]\nthis is not ini\n") == -EINVAL && strstr(last_err, "test.conf:2: syntax error"),
+	      "syntax error: %s", last_err);
+	CHECK(parse(&c, "[daemon]\ncgroup_root = relative/path\n") < 0 && strstr(last_err, "absolute path"),
+	      "relative cgroup_root rejected");
+	CHECK(parse(&c, "[daemon]\nroots = ../etc\n") < 0, "roots escaping the tree rejected");
+	CHECK(parse(&c, "[flush]\ntimeout_sec = -1\n") < 0, "negative timeout rejected");
+	CHECK(parse(&c, "[mitigation]\nmode = sometimes\n") < 0 && strstr(last_err, "auto, on or off"), "bad enum");
+	CHECK(parse(&c, "[bpf]\nenable = maybe\n") < 0 && strstr(last_err, "yes or no"), "bad bool");
+	config_done(&c);
+
+	/* Drop-ins override the main file in lexical order; a bad drop-in
+	 * fails the whole load and names its own file. */
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(p, sizeof(p), "%s/wbguard.conf", dir);
+	snprintf(d, sizeof(d), "%s/conf.d", dir);
+	mkdir(d, 0755);
+	write_file(p, "[flush]\nworkers = 2\n");
+	snprintf(d, sizeof(d), "%s/conf.d/10-a.conf", dir);
+	write_file(d, "[flush]\nworkers = 3\n");
+	snprintf(d, sizeof(d), "%s/conf.d/20-b.conf", dir);
+	write_file(d, "[flush]\nworkers = 5\n");
+	config_init(&c);
+	CHECK(config_load(&c, p) == 0 && c.workers == 5, "drop-ins applied in order");
+	write_file(d, "[flush]\nworkers = lots\n");
+	CHECK(config_load(&c, p) < 0 && c.workers == 5, "bad drop-in fails the load, config unchanged");
+	config_done(&c);
+	config_init(&c);
+	snprintf(p, sizeof(p), "%s/conf.d/missing.conf", dir);
+	CHECK(config_load(&c, p) == 0 && c.workers == 4, "missing main file: defaults");
+	config_done(&c);
+	snprintf(d, sizeof(d), "rm -rf %s", dir);
+	return system(d) == 0 ? tap_done() : 1;
+}
