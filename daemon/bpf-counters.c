@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -33,13 +34,29 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* A fentry/fexit program needs its function in the running kernel's BTF. */
-static int kernel_has_func(const struct btf *vmlinux, const char *name)
+/* Whether the running kernel has what a program's section attaches to:
+ * fentry/fexit need the function in BTF, tp_btf its btf_trace_ typedef. */
+static bool kernel_has_hook(const struct btf *vmlinux, const char *section)
 {
-	return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
+	const char *slash = strchr(section, '/');
+	char name[128];
+
+	if (!slash || !vmlinux)
+		return true; /* nothing to check; let the load tell */
+	if (strncmp(section, "tp_btf/", 7) == 0) {
+		snprintf(name, sizeof(name), "btf_trace_%s", slash + 1);
+		return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
+	}
+	return btf__find_by_name_kind(vmlinux, slash + 1, BTF_KIND_FUNC) > 0;
 }
 
-int wbg_bpf_open(struct wbg_bpf **ret)
+/* Which group a program belongs to, by name. */
+static unsigned program_group(const char *name)
+{
+	return strncmp(name, "wbid_", 5) == 0 ? WBG_BPF_WBID : WBG_BPF_DIRTIED;
+}
+
+int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *b = NULL;
 	struct btf *vmlinux;
@@ -58,15 +75,18 @@ int wbg_bpf_open(struct wbg_bpf **ret)
 	if (!vmlinux)
 		return log_error_errno(errno, "Kernel BTF (/sys/kernel/btf/vmlinux) not available");
 	bpf_object__for_each_program(p, b->skel->obj) {
-		const char *target = strchr(bpf_program__section_name(p), '/');
+		const char *sec = bpf_program__section_name(p);
 
-		if (target && !kernel_has_func(vmlinux, target + 1)) {
-			log_info("Kernel has no %s(), skipping BPF program %s", target + 1,
+		if (!(program_group(bpf_program__name(p)) & groups))
+			bpf_program__set_autoload(p, false);
+		else if (!kernel_has_hook(vmlinux, sec)) {
+			log_info("Kernel has no %s, skipping BPF program %s", strchr(sec, '/') + 1,
 				 bpf_program__name(p));
 			bpf_program__set_autoload(p, false);
 		}
 	}
 	btf__free(vmlinux);
+	b->skel->rodata->max_inodes_per_cgroup = max_inodes_per_cgroup;
 
 	r = wbguard_bpf__load(b->skel);
 	if (r < 0)
@@ -127,4 +147,157 @@ const char *wbg_target_state_to_string(uint32_t s)
 	default:
 		return "unknown";
 	}
+}
+
+/* Every (key, value) of a hash map, in batches where the kernel has them. */
+typedef int (*map_cb)(const void *key, const void *value, void *userdata);
+
+static int map_scan(int fd, size_t ksize, size_t vsize, map_cb cb, void *userdata)
+{
+	enum { BATCH = 1024 };
+	_cleanup_free_ char *keys = malloc(ksize * BATCH), *vals = malloc(vsize * BATCH), *prev = malloc(ksize),
+			    *next = malloc(ksize);
+	__u64 in = 0, out = 0;
+	bool first = true;
+	int r;
+
+	if (!keys || !vals || !prev || !next)
+		return -ENOMEM;
+	for (;;) {
+		__u32 count = BATCH;
+
+		r = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL);
+		if (r < 0 && errno != ENOENT) {
+			if (!first || (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP))
+				return -errno;
+			break; /* no batch ops: walk key by key below */
+		}
+		for (__u32 i = 0; i < count; i++) {
+			int k = cb(keys + i * ksize, vals + i * vsize, userdata);
+
+			if (k < 0)
+				return k;
+		}
+		if (r < 0) /* ENOENT: that was the last batch */
+			return 0;
+		in = out;
+		first = false;
+	}
+	for (void *p = NULL; bpf_map_get_next_key(fd, p, next) == 0; p = prev) {
+		memcpy(prev, next, ksize);
+		if (bpf_map_lookup_elem(fd, prev, vals) < 0)
+			continue;
+		r = cb(prev, vals, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct collect {
+	__u64 cgroup_id;
+	size_t esize, n, cap;
+	void *v;
+	const void *(*take)(const void *key, const void *value, void *buf);
+	char buf[64];
+};
+
+static int collect_cb(const void *key, const void *value, void *userdata)
+{
+	struct collect *c = userdata;
+	const void *e;
+
+	if (*(const __u64 *)key != c->cgroup_id) /* both key types start with cgroup_id */
+		return 0;
+	e = c->take(key, value, c->buf);
+	if (c->n == c->cap) {
+		void *v = realloc(c->v, (c->cap = c->cap ? c->cap * 2 : 16) * c->esize);
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+	}
+	memcpy((char *)c->v + c->n++ * c->esize, e, c->esize);
+	return 0;
+}
+
+static const void *take_dev(const void *key, const void *value, void *buf)
+{
+	const struct wbg_dev_key *k = key;
+	const struct wbg_dev_val *v = value;
+	struct wbg_dirtied_dev *d = buf;
+
+	*d = (struct wbg_dirtied_dev){ .dev = k->dev, .kind = k->kind, .folios = v->folios, .last_ns = v->last_ns };
+	return d;
+}
+
+static const void *take_inode(const void *key, const void *value, void *buf)
+{
+	return key;
+}
+
+int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n)
+{
+	struct collect c = { .cgroup_id = cgroup_id, .esize = sizeof(struct wbg_dirtied_dev), .take = take_dev };
+	int r = map_scan(bpf_map__fd(b->skel->maps.dirtied_devs), sizeof(struct wbg_dev_key),
+			 sizeof(struct wbg_dev_val), collect_cb, &c);
+
+	if (r < 0) {
+		free(c.v);
+		return r;
+	}
+	*ret = c.v;
+	*ret_n = c.n;
+	return 0;
+}
+
+int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
+			  bool *ret_complete)
+{
+	struct collect c = { .cgroup_id = cgroup_id, .esize = sizeof(struct wbg_inode_key), .take = take_inode };
+	struct wbg_cgroup_inodes ci = { 0 };
+	int r;
+
+	r = map_scan(bpf_map__fd(b->skel->maps.dirtied_inodes), sizeof(struct wbg_inode_key), sizeof(__u64),
+		     collect_cb, &c);
+	if (r < 0) {
+		free(c.v);
+		return r;
+	}
+	(void)bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id, &ci);
+	/* Incomplete when the per-cgroup bound was hit, or when the LRU
+	 * evicted some of what was counted. */
+	*ret_complete = !ci.overflow && c.n >= ci.count;
+	*ret = c.v;
+	*ret_n = c.n;
+	return 0;
+}
+
+static int delete_cb(const void *key, const void *value, void *userdata)
+{
+	const int *fd_and_id = userdata;
+
+	if (*(const __u64 *)key == *(const __u64 *)(fd_and_id + 2))
+		(void)bpf_map_delete_elem(fd_and_id[0], key);
+	return 0;
+}
+
+int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	struct {
+		int fd, pad;
+		__u64 id;
+	} arg = { .id = cgroup_id };
+	int r;
+
+	arg.fd = bpf_map__fd(b->skel->maps.dirtied_devs);
+	r = map_scan(arg.fd, sizeof(struct wbg_dev_key), sizeof(struct wbg_dev_val), delete_cb, &arg);
+	if (r < 0)
+		return r;
+	arg.fd = bpf_map__fd(b->skel->maps.dirtied_inodes);
+	r = map_scan(arg.fd, sizeof(struct wbg_inode_key), sizeof(__u64), delete_cb, &arg);
+	if (r < 0)
+		return r;
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
+	return 0;
 }

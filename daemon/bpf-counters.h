@@ -2,6 +2,8 @@
 /* Loads wbguard's BPF programs and reads their counters. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
 
@@ -11,7 +13,12 @@ struct wbg_bpf;
 
 /* Opens, loads and attaches what this kernel supports. Programs whose hook is
  * missing are skipped; wbg_bpf_attached() says which were attached. */
-int wbg_bpf_open(struct wbg_bpf **ret);
+/* Program groups: what to load. */
+#define WBG_BPF_WBID (1U << 0)    /* cgroup_writeback_by_id() results */
+#define WBG_BPF_DIRTIED (1U << 1) /* what each cgroup dirtied */
+#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED)
+
+int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
 struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b);
 static inline void wbg_bpf_freep(struct wbg_bpf **b)
 {
@@ -28,3 +35,21 @@ typedef int (*wbg_wbid_cb)(const struct wbg_wbid_key *key, uint64_t count, void 
 int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata);
 
 const char *wbg_target_state_to_string(uint32_t s);
+
+struct wbg_dirtied_dev {
+	uint32_t dev; /* kernel encoding: major << 20 | minor */
+	uint32_t kind; /* enum wbg_dev_kind */
+	uint64_t folios, last_ns;
+};
+
+/* What the cgroup dirtied since it was first seen (or last forgotten). The
+ * arrays are malloc'ed; *ret_complete is false when the inode set is not the
+ * whole story (per-cgroup bound hit, or entries evicted). */
+int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n);
+int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
+			  bool *ret_complete);
+int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id);
+
+/* Kernel dev_t encoding (major << 20 | minor) to user space's. */
+#define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))
+#define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))

@@ -5,6 +5,10 @@
  * whether its target memcg was still online. -ENOENT for a dying target is
  * the stall this project exists for; 0 for a dying target means the kernel
  * has the dying-wb fallback.
+ *
+ * Also records, per cgroup, which filesystems and block devices it dirtied
+ * and (up to a bound) which inodes, so wbguardd flushes only what a removed
+ * cgroup left dirty.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -13,6 +17,9 @@
 #include "wbguard.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* Inodes recorded per cgroup before its set counts as overflowed. */
+const volatile __u32 max_inodes_per_cgroup = 4096;
 
 struct inflight {
 	__u64 cgroup_id;
@@ -82,5 +89,100 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 	}
 	if (count)
 		__sync_fetch_and_add(count, 1);
+	return 0;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_DEVS_MAX);
+	__type(key, struct wbg_dev_key);
+	__type(value, struct wbg_dev_val);
+} dirtied_devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_INODES_MAX);
+	__type(key, struct wbg_inode_key);
+	__type(value, __u64);
+} dirtied_inodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, struct wbg_cgroup_inodes);
+} cgroup_inodes SEC(".maps");
+
+#define S_IFMT 00170000
+#define S_IFBLK 0060000
+
+static __always_inline void note_dev(__u64 cgid, __u32 dev, __u32 kind)
+{
+	struct wbg_dev_key key = { .cgroup_id = cgid, .dev = dev, .kind = kind };
+	struct wbg_dev_val *v, init = {};
+
+	v = bpf_map_lookup_elem(&dirtied_devs, &key);
+	if (!v) {
+		bpf_map_update_elem(&dirtied_devs, &key, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&dirtied_devs, &key);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->folios, 1);
+	v->last_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 dev)
+{
+	struct wbg_inode_key key = {
+		.cgroup_id = cgid,
+		.ino = BPF_CORE_READ(inode, i_ino),
+		.dev = dev,
+		.gen = BPF_CORE_READ(inode, i_generation),
+	};
+	struct wbg_cgroup_inodes *c, zero = {};
+	__u64 one = 1, *folios;
+
+	folios = bpf_map_lookup_elem(&dirtied_inodes, &key);
+	if (folios) {
+		__sync_fetch_and_add(folios, 1);
+		return;
+	}
+	c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
+	if (!c) {
+		bpf_map_update_elem(&cgroup_inodes, &cgid, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
+		if (!c)
+			return;
+	}
+	if (c->count >= max_inodes_per_cgroup) {
+		c->overflow = 1;
+		return;
+	}
+	if (bpf_map_update_elem(&dirtied_inodes, &key, &one, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&c->count, 1);
+}
+
+/* A folio became dirty: attributed to the cgroup of the task dirtying it,
+ * which is the memcg it is charged to for a container's own writes. */
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct inode *inode = BPF_CORE_READ(mapping, host);
+	__u64 cgid = bpf_get_current_cgroup_id();
+	__u32 mode, dev;
+
+	if (!inode)
+		return 0;
+	mode = BPF_CORE_READ(inode, i_mode);
+	if ((mode & S_IFMT) == S_IFBLK) {
+		/* The block device's own page cache (its inode lives on the
+		 * bdev pseudo filesystem; i_rdev is the device). */
+		note_dev(cgid, BPF_CORE_READ(inode, i_rdev), WBG_DEV_BDEV);
+		return 0;
+	}
+	dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	note_dev(cgid, dev, WBG_DEV_FS);
+	note_inode(cgid, inode, dev);
 	return 0;
 }

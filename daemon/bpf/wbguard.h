@@ -4,6 +4,9 @@
 
 #define WBG_WBID_KEYS_MAX 4096 /* LRU bound of the per-cgroup result series */
 #define WBG_INFLIGHT_MAX 1024  /* tasks inside cgroup_writeback_by_id at once */
+#define WBG_DEVS_MAX 16384     /* (cgroup, device) pairs */
+#define WBG_INODES_MAX 65536   /* (cgroup, inode) pairs */
+#define WBG_CGROUPS_MAX 16384  /* cgroups with an inode count */
 
 /* What the target memcg of a foreign flush was when the kernel looked its wb
  * up. UNKNOWN: the lookup was not reached (no such bdi or css). */
@@ -19,4 +22,36 @@ struct wbg_wbid_key {
 	__u64 cgroup_id;
 	__s32 ret;
 	__u32 target_state;
+};
+
+/* What a cgroup dirtied: a filesystem (by its superblock's device) or the
+ * page cache of a block device itself (ext4 metadata, raw writes). */
+enum wbg_dev_kind {
+	WBG_DEV_FS = 0,
+	WBG_DEV_BDEV = 1,
+};
+
+struct wbg_dev_key {
+	__u64 cgroup_id;
+	__u32 dev; /* kernel dev_t encoding: major << 20 | minor */
+	__u32 kind;
+};
+
+struct wbg_dev_val {
+	__u64 folios;  /* folios dirtied */
+	__u64 last_ns; /* when last dirtied (bpf_ktime_get_ns) */
+};
+
+struct wbg_inode_key {
+	__u64 cgroup_id;
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+};
+
+/* Per cgroup: how many inodes were recorded, and whether the per-cgroup
+ * bound was hit (then the set is incomplete and only syncfs will do). */
+struct wbg_cgroup_inodes {
+	__u32 count;
+	__u32 overflow;
 };

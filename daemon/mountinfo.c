@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+#include "mountinfo.h"
+
+/* The kernel escapes space, tab, newline and backslash as \ooo. */
+static char *unescape(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' && i + 3 < n + 1 && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+		    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+			*o++ = (char)((s[i + 1] - '0') << 6 | (s[i + 2] - '0') << 3 | (s[i + 3] - '0'));
+			i += 3;
+		} else
+			*o++ = s[i];
+	}
+	*o = 0;
+	return out;
+}
+
+static void mount_free(struct wbg_mount *m)
+{
+	free(m->root);
+	free(m->target);
+	free(m->fstype);
+	free(m->source);
+}
+
+/* One line: ID PARENT MAJ:MIN ROOT TARGET OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS */
+static int parse_line(const char *line, size_t len, struct wbg_mount *ret)
+{
+	const char *f[16];
+	size_t fl[16], nf = 0, i = 0, dash = 0;
+	unsigned maj, min;
+	struct wbg_mount m = { 0 };
+
+	while (i < len && nf < ELEMENTSOF(f)) {
+		while (i < len && line[i] == ' ')
+			i++;
+		if (i >= len)
+			break;
+		f[nf] = line + i;
+		while (i < len && line[i] != ' ')
+			i++;
+		fl[nf] = (size_t)(line + i - f[nf]);
+		if (fl[nf] == 1 && f[nf][0] == '-' && nf >= 6 && !dash)
+			dash = nf;
+		nf++;
+	}
+	if (!dash || nf < dash + 3)
+		return -EINVAL;
+	if (sscanf(f[2], "%u:%u", &maj, &min) != 2)
+		return -EINVAL;
+	m.dev = makedev(maj, min);
+	m.root = unescape(f[3], fl[3]);
+	m.target = unescape(f[4], fl[4]);
+	m.fstype = unescape(f[dash + 1], fl[dash + 1]);
+	m.source = unescape(f[dash + 2], fl[dash + 2]);
+	if (!m.root || !m.target || !m.fstype || !m.source) {
+		mount_free(&m);
+		return -ENOMEM;
+	}
+	*ret = m;
+	return 0;
+}
+
+int mountinfo_parse(const char *text, struct wbg_mounts *ret)
+{
+	struct wbg_mounts m = { 0 };
+	size_t cap = 0;
+
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		struct wbg_mount one;
+
+		if (len > 0 && parse_line(p, len, &one) == 0) {
+			if (m.n == cap) {
+				struct wbg_mount *v = realloc(m.v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+				if (!v) {
+					mount_free(&one);
+					mountinfo_free(&m);
+					return -ENOMEM;
+				}
+				m.v = v;
+			}
+			m.v[m.n++] = one;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	*ret = m;
+	return 0;
+}
+
+int mountinfo_read(const char *path, struct wbg_mounts *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = read_small_file_at(AT_FDCWD, path, 16 << 20, &text);
+
+	return r < 0 ? r : mountinfo_parse(text, ret);
+}
+
+void mountinfo_free(struct wbg_mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		mount_free(&m->v[i]);
+	free(m->v);
+	*m = (struct wbg_mounts){ 0 };
+}
+
+const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev)
+{
+	const struct wbg_mount *any = NULL;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].dev != dev)
+			continue;
+		if (strcmp(m->v[i].root, "/") == 0)
+			return &m->v[i];
+		if (!any)
+			any = &m->v[i];
+	}
+	return any;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* /proc/self/mountinfo: which mount reaches the filesystem of a device. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct wbg_mount {
+	dev_t dev;
+	char *root;   /* path inside the filesystem that is mounted */
+	char *target; /* mount point, unescaped */
+	char *fstype;
+	char *source;
+};
+
+struct wbg_mounts {
+	struct wbg_mount *v;
+	size_t n;
+};
+
+int mountinfo_parse(const char *text, struct wbg_mounts *ret);
+int mountinfo_read(const char *path, struct wbg_mounts *ret);
+void mountinfo_free(struct wbg_mounts *m);
+/* A mount of the filesystem on dev, the one showing its root if any. */
+const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev);

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "mountinfo.h"
+#include "tap.h"
+
+static const char text[] =
+	"22 1 0:21 / / rw,relatime shared:1 - overlay overlay rw,lowerdir=/lower\n"
+	"35 22 254:0 /volumes/pv1 /var/lib/kubelet/pods/x/volumes/pv1 rw shared:9 - ext4 /dev/vda rw\n"
+	"36 22 254:0 / /mnt/ext4 rw,relatime shared:10 master:3 - ext4 /dev/vda rw\n"
+	"37 22 254:16 / /mnt/with\\040space rw - xfs /dev/vdb rw,attr2\n"
+	"38 22 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+	"garbage line without fields\n"
+	"39 22 8:1 / /no/dash rw shared:3\n";
+
+int main(void)
+{
+	struct wbg_mounts m;
+	const struct wbg_mount *e;
+
+	CHECK(mountinfo_parse(text, &m) == 0 && m.n == 5, "five valid lines, two bad ones skipped (%zu)", m.n);
+	e = mountinfo_find_dev(&m, makedev(254, 0));
+	CHECK(e && strcmp(e->target, "/mnt/ext4") == 0, "the mount showing the fs root wins over a bind mount");
+	CHECK(e && strcmp(e->fstype, "ext4") == 0 && strcmp(e->source, "/dev/vda") == 0, "fstype and source");
+	e = mountinfo_find_dev(&m, makedev(254, 16));
+	CHECK(e && strcmp(e->target, "/mnt/with space") == 0, "octal escapes undone");
+	CHECK(mountinfo_find_dev(&m, makedev(8, 1)) == NULL, "line without separator ignored");
+	CHECK(mountinfo_find_dev(&m, makedev(1, 1)) == NULL, "unknown device");
+	mountinfo_free(&m);
+	CHECK(mountinfo_parse("", &m) == 0 && m.n == 0, "empty text");
+	mountinfo_free(&m);
+	return tap_done();
+}
