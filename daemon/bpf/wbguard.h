@@ -2,6 +2,10 @@
 /* Types shared by the BPF programs and their user-space readers. */
 #pragma once
 
+#ifndef __VMLINUX_H__ /* user space; BPF gets the types from vmlinux.h */
+#include <linux/types.h>
+#endif
+
 #define WBG_WBID_KEYS_MAX 4096 /* LRU bound of the per-cgroup result series */
 #define WBG_INFLIGHT_MAX 1024  /* tasks inside cgroup_writeback_by_id at once */
 #define WBG_DEVS_MAX 16384     /* (cgroup, device) pairs */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "flush-ops.h"
+#include "macro.h"
+
+/* include/linux/exportfs.h: FILEID_INO32_GEN; XFS adds a 64-bit-inode flag. */
+#define FILEID_INO32_GEN 1
+#define XFS_FILEID_TYPE_64FLAG 0x80
+
+int flush_syncfs(int mount_fd, unsigned passes)
+{
+	for (unsigned i = 0; i < passes; i++)
+		if (syncfs(mount_fd) < 0)
+			return -errno;
+	return 0;
+}
+
+bool flush_fs_has_handles(const char *fstype)
+{
+	return strcmp(fstype, "ext4") == 0 || strcmp(fstype, "ext3") == 0 || strcmp(fstype, "ext2") == 0 ||
+	       strcmp(fstype, "xfs") == 0;
+}
+
+int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct file_handle *fh, size_t size)
+{
+	uint32_t w[3];
+
+	if (!flush_fs_has_handles(fstype))
+		return -EOPNOTSUPP;
+	if (ino <= UINT32_MAX) {
+		w[0] = (uint32_t)ino;
+		w[1] = gen;
+		fh->handle_type = FILEID_INO32_GEN;
+		fh->handle_bytes = 8;
+	} else if (strcmp(fstype, "xfs") == 0) {
+		/* struct xfs_fid64 { u64 ino; u32 gen; } packed, host order */
+		memcpy(w, &ino, 8);
+		w[2] = gen;
+		fh->handle_type = FILEID_INO32_GEN | XFS_FILEID_TYPE_64FLAG;
+		fh->handle_bytes = 12;
+	} else
+		return -EOVERFLOW;
+	if (sizeof(*fh) + fh->handle_bytes > size)
+		return -ENOBUFS;
+	memcpy(fh->f_handle, w, fh->handle_bytes);
+	return 0;
+}
+
+int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n,
+		 struct wbg_flush_stats *st)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + 16];
+	} h;
+
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_close_ int fd = -EBADF;
+		int r = flush_encode_handle(fstype, v[i].ino, v[i].gen, &h.fh, sizeof(h));
+
+		if (r < 0) {
+			st->inodes_failed++;
+			continue;
+		}
+		fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC | O_NOATIME);
+		if (fd < 0 && errno == EPERM)
+			fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ESTALE || errno == ENOENT)
+				st->inodes_gone++;
+			else if (errno == EOPNOTSUPP || errno == EPERM || errno == EBADF)
+				return -errno; /* the filesystem or our privileges say no */
+			else
+				st->inodes_failed++;
+			continue;
+		}
+		if (fsync(fd) < 0)
+			st->inodes_failed++;
+		else
+			st->inodes_synced++;
+	}
+	return 0;
+}
+
+int flush_bdev(const char *dev_dir, unsigned major, unsigned minor)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%u:%u", dev_dir, major, minor);
+	/* O_PATH would not do: sync_file_range needs a real open. Opening
+	 * read-only neither claims nor locks the device. */
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode) || st.st_rdev != makedev(major, minor))
+		return -ENODEV;
+	if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The writeback operations, each blocking: run them on worker threads only.
+ *  - syncfs passes on a filesystem (reaches dying wbs: sync_inodes_sb walks
+ *    bdi->wb_list, which still holds killed wbs);
+ *  - fsync of single inodes opened by file handle, for when only a removed
+ *    cgroup's inodes should be written and neighbours' should not (fsync
+ *    also writes the inode itself, clearing I_DIRTY_SYNC, which keeps the
+ *    kernel's offline-wb cleanup from skipping the wb);
+ *  - write-out of a block device's own page cache (metadata of ext4 and
+ *    other buffer_head filesystems), without touching file data.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <fcntl.h>
+
+#include "bpf/wbguard.h"
+
+struct wbg_flush_stats {
+	uint64_t inodes_synced; /* fsync'ed */
+	uint64_t inodes_gone;   /* deleted since they were dirtied (ESTALE) */
+	uint64_t inodes_failed;
+};
+
+int flush_syncfs(int mount_fd, unsigned passes);
+
+/* Whether inodes of this filesystem type can be opened from (ino, gen). */
+bool flush_fs_has_handles(const char *fstype);
+/* The file handle the filesystem's export code decodes for (ino, gen). */
+int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct file_handle *fh, size_t size);
+/* fsync each inode; returns 0 unless the filesystem refused handles at all
+ * (then the caller falls back to syncfs). */
+int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n,
+		 struct wbg_flush_stats *st);
+
+/* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node; dev_dir is
+ * where block device nodes are found by number ("/dev/block" with udev). */
+int flush_bdev(const char *dev_dir, unsigned major, unsigned minor);

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/sysmacros.h>
+
+#include "cgroup-util.h"
+#include "flush.h"
+#include "macro.h"
+
+struct slot {
+	dev_t dev;
+	enum flush_kind kind;
+	struct flush_job *running, *waiting;
+	bool waiting_queued; /* the waiting job is on the run queue */
+};
+
+struct flush_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t *threads;
+	unsigned n_threads, busy;
+	struct flush_job *run_head, *run_tail;
+	struct flush_job *done_head, *done_tail;
+	struct slot *slots;
+	size_t n_slots;
+	int efd;
+	bool stop;
+	char *dev_dir, *sysfs_dev_block;
+};
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fstype, const char *mount)
+{
+	struct flush_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->dev = dev;
+	j->kind = kind;
+	snprintf(j->fstype, sizeof(j->fstype), "%s", fstype ? fstype : "");
+	snprintf(j->mount, sizeof(j->mount), "%s", mount ? mount : "");
+	return j;
+}
+
+int flush_job_add_waiter(struct flush_job *j, uint64_t id)
+{
+	uint64_t *w = realloc(j->waiters, (j->n_waiters + 1) * sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w[j->n_waiters++] = id;
+	j->waiters = w;
+	return 0;
+}
+
+int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n)
+{
+	if (j->n_inodes + n > j->cap_inodes) {
+		size_t cap = (j->n_inodes + n) * 2;
+		struct wbg_inode_key *a = realloc(j->inodes, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		j->inodes = a;
+		j->cap_inodes = cap;
+	}
+	memcpy(j->inodes + j->n_inodes, v, n * sizeof(*v));
+	j->n_inodes += n;
+	return 0;
+}
+
+void flush_job_free(struct flush_job *j)
+{
+	if (!j)
+		return;
+	free(j->inodes);
+	free(j->waiters);
+	free(j);
+}
+
+/* Sectors written to a block device so far, from sysfs; 0 when the target
+ * has no block device of its own (btrfs subvolumes, overlay, ...). */
+static uint64_t device_bytes(const struct flush_pool *p, dev_t dev)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[128];
+	unsigned long long f[8];
+
+	snprintf(path, sizeof(path), "%s/%u:%u/stat", p->sysfs_dev_block, major(dev), minor(dev));
+	if (read_small_file_at(AT_FDCWD, path, 4096, &text) < 0)
+		return 0;
+	if (sscanf(text, "%llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6]) != 7)
+		return 0;
+	return (uint64_t)f[6] * 512;
+}
+
+static void run_job(struct flush_pool *p, struct flush_job *j)
+{
+	uint64_t before = device_bytes(p, j->dev);
+
+	j->started_usec = now_usec();
+	if (j->kind == FLUSH_BDEV)
+		j->result = flush_bdev(p->dev_dir, major(j->dev), minor(j->dev));
+	else {
+		_cleanup_close_ int fd = open(j->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			j->result = -errno;
+		else if (j->use_inodes) {
+			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, &j->stats);
+			if (j->result < 0) {
+				/* handles refused: the whole filesystem instead */
+				j->fell_back = true;
+				j->result = flush_syncfs(fd, j->passes);
+			}
+		} else
+			j->result = flush_syncfs(fd, j->passes);
+	}
+	j->finished_usec = now_usec();
+	j->device_bytes = device_bytes(p, j->dev) - before;
+}
+
+static struct slot *slot_for(struct flush_pool *p, dev_t dev, enum flush_kind kind, bool create)
+{
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i].dev == dev && p->slots[i].kind == kind)
+			return &p->slots[i];
+	if (!create)
+		return NULL;
+	{
+		struct slot *s = realloc(p->slots, (p->n_slots + 1) * sizeof(*s));
+
+		if (!s)
+			return NULL;
+		p->slots = s;
+		s[p->n_slots] = (struct slot){ .dev = dev, .kind = kind };
+		return &s[p->n_slots++];
+	}
+}
+
+static void enqueue_run(struct flush_pool *p, struct flush_job *j)
+{
+	j->next = NULL;
+	if (p->run_tail)
+		p->run_tail->next = j;
+	else
+		p->run_head = j;
+	p->run_tail = j;
+	pthread_cond_signal(&p->cond);
+}
+
+static void *worker(void *userdata)
+{
+	struct flush_pool *p = userdata;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct flush_job *j;
+		struct slot *s;
+
+		while (!p->stop && !p->run_head)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stop)
+			break;
+		j = p->run_head;
+		p->run_head = j->next;
+		if (!p->run_head)
+			p->run_tail = NULL;
+		s = slot_for(p, j->dev, j->kind, false);
+		if (s) {
+			s->waiting = NULL;
+			s->waiting_queued = false;
+			s->running = j;
+		}
+		p->busy++;
+		pthread_mutex_unlock(&p->lock);
+
+		run_job(p, j);
+
+		pthread_mutex_lock(&p->lock);
+		p->busy--;
+		s = slot_for(p, j->dev, j->kind, false);
+		if (s) {
+			s->running = NULL;
+			if (s->waiting && !s->waiting_queued) {
+				s->waiting_queued = true;
+				enqueue_run(p, s->waiting);
+			}
+		}
+		j->next = NULL;
+		if (p->done_tail)
+			p->done_tail->next = j;
+		else
+			p->done_head = j;
+		p->done_tail = j;
+		(void)eventfd_write(p->efd, 1);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int flush_pool_new(unsigned threads, const char *dev_dir, const char *sysfs_dev_block, struct flush_pool **ret)
+{
+	struct flush_pool *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p->dev_dir = strdup(dev_dir);
+	p->sysfs_dev_block = strdup(sysfs_dev_block);
+	p->threads = calloc(threads, sizeof(pthread_t));
+	if (p->efd < 0 || !p->dev_dir || !p->sysfs_dev_block || !p->threads) {
+		r = p->efd < 0 ? -errno : -ENOMEM;
+		flush_pool_free(p);
+		return r;
+	}
+	for (unsigned i = 0; i < threads; i++) {
+		r = -pthread_create(&p->threads[i], NULL, worker, p);
+		if (r < 0) {
+			flush_pool_free(p);
+			return r;
+		}
+		p->n_threads++;
+	}
+	*ret = p;
+	return 0;
+}
+
+void flush_pool_free(struct flush_pool *p)
+{
+	struct flush_job *j;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	/* A worker stuck in syncfs on a frozen filesystem would block exit
+	 * forever: give each a second, and if one is still inside the kernel,
+	 * leave the pool allocated (the process is exiting anyway) rather than
+	 * free memory the worker will touch when it returns. */
+	for (unsigned i = 0; i < p->n_threads; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		if (pthread_timedjoin_np(p->threads[i], NULL, &ts) != 0)
+			return;
+	}
+	while ((j = p->run_head)) {
+		p->run_head = j->next;
+		flush_job_free(j);
+	}
+	while ((j = flush_pool_take_done(p)))
+		flush_job_free(j);
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i].waiting && !p->slots[i].waiting_queued)
+			flush_job_free(p->slots[i].waiting);
+	if (p->efd >= 0)
+		close(p->efd);
+	free(p->slots);
+	free(p->threads);
+	free(p->dev_dir);
+	free(p->sysfs_dev_block);
+	free(p);
+}
+
+int flush_pool_fd(const struct flush_pool *p)
+{
+	return p->efd;
+}
+
+unsigned flush_pool_busy(const struct flush_pool *p)
+{
+	return p->busy;
+}
+
+static int merge(struct flush_job *into, struct flush_job *j)
+{
+	int r;
+
+	for (size_t i = 0; i < j->n_waiters; i++) {
+		r = flush_job_add_waiter(into, j->waiters[i]);
+		if (r < 0)
+			return r;
+	}
+	if (into->use_inodes && j->use_inodes) {
+		r = flush_job_add_inodes(into, j->inodes, j->n_inodes);
+		if (r < 0)
+			return r;
+	} else if (into->use_inodes || j->use_inodes) {
+		/* one of them needs the whole filesystem: that covers both */
+		into->use_inodes = false;
+		free(into->inodes);
+		into->inodes = NULL;
+		into->n_inodes = into->cap_inodes = 0;
+	}
+	if (j->passes > into->passes)
+		into->passes = j->passes;
+	return 0;
+}
+
+int flush_pool_submit(struct flush_pool *p, struct flush_job *j)
+{
+	struct slot *s;
+	int r = 0;
+
+	j->queued_usec = now_usec();
+	pthread_mutex_lock(&p->lock);
+	s = slot_for(p, j->dev, j->kind, true);
+	if (!s)
+		r = -ENOMEM;
+	else if (s->waiting) {
+		r = merge(s->waiting, j);
+		if (r == 0)
+			flush_job_free(j);
+	} else {
+		s->waiting = j;
+		if (!s->running) {
+			s->waiting_queued = true;
+			enqueue_run(p, j);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+struct flush_job *flush_pool_take_done(struct flush_pool *p)
+{
+	struct flush_job *j;
+	eventfd_t v;
+
+	pthread_mutex_lock(&p->lock);
+	j = p->done_head;
+	if (j) {
+		p->done_head = j->next;
+		if (!p->done_head)
+			p->done_tail = NULL;
+		j->next = NULL;
+	} else
+		(void)eventfd_read(p->efd, &v);
+	pthread_mutex_unlock(&p->lock);
+	return j;
+}

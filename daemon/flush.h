@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The flush worker pool. Blocking writeback runs here, never on the event
+ * loop. Work is per target (a filesystem or a block device): at most one
+ * job runs and one waits per target, and a new request for a target that
+ * already has a waiting job joins it (its inodes and waiters are merged), so
+ * fifty removals on one filesystem cost at most two syncfs rounds. The
+ * number of threads caps global concurrency. Finished jobs are handed back to
+ * the event loop through an eventfd.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "flush-ops.h"
+
+enum flush_kind { FLUSH_FS, FLUSH_BDEV };
+
+struct flush_job {
+	struct flush_job *next;
+	/* what */
+	dev_t dev;
+	enum flush_kind kind;
+	char fstype[32];
+	char mount[4096];
+	unsigned passes;         /* syncfs passes */
+	bool use_inodes;         /* fsync these inodes instead of syncfs */
+	struct wbg_inode_key *inodes;
+	size_t n_inodes, cap_inodes;
+	/* who waits: handover ids */
+	uint64_t *waiters;
+	size_t n_waiters;
+	/* results, filled by the worker */
+	uint64_t queued_usec, started_usec, finished_usec;
+	int result;
+	bool fell_back;          /* inodes were refused; syncfs was done instead */
+	struct wbg_flush_stats stats;
+	uint64_t device_bytes;   /* written to the device while the job ran */
+};
+
+struct flush_pool;
+
+int flush_pool_new(unsigned threads, const char *dev_dir, const char *sysfs_dev_block, struct flush_pool **ret);
+void flush_pool_free(struct flush_pool *p);
+/* Readable when jobs have finished. */
+int flush_pool_fd(const struct flush_pool *p);
+/* Takes job (merging it into a waiting one for the same target when there
+ * is one; then *job is freed). */
+int flush_pool_submit(struct flush_pool *p, struct flush_job *job);
+/* Finished jobs, oldest first; the caller frees them with flush_job_free. */
+struct flush_job *flush_pool_take_done(struct flush_pool *p);
+unsigned flush_pool_busy(const struct flush_pool *p);
+
+struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fstype, const char *mount);
+int flush_job_add_waiter(struct flush_job *j, uint64_t handover_id);
+int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n);
+void flush_job_free(struct flush_job *j);

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <json-c/json.h>
+
+#include "bpf-counters.h"
+#include "conf.h"
+#include "handover.h"
+#include "macro.h"
+
+static const char *const triggers[] = {
+	[WBG_TRIGGER_POPULATED_0] = "populated-0", [WBG_TRIGGER_STOP_JOB] = "stop-job",
+	[WBG_TRIGGER_REMOVED] = "removed",	   [WBG_TRIGGER_RESCAN] = "rescan",
+	[WBG_TRIGGER_API] = "api",
+};
+
+static const char *const outcomes[] = {
+	[WBG_OUTCOME_PENDING] = "pending",	 [WBG_OUTCOME_FLUSHED] = "flushed",
+	[WBG_OUTCOME_CLEAN] = "clean",		 [WBG_OUTCOME_NO_TARGETS] = "no-targets",
+	[WBG_OUTCOME_FAILED] = "failed",	 [WBG_OUTCOME_TIMEOUT] = "timeout",
+	[WBG_OUTCOME_DISABLED] = "disabled",
+};
+
+const char *wbg_trigger_to_string(enum wbg_trigger t)
+{
+	return t < _WBG_TRIGGER_MAX ? triggers[t] : "?";
+}
+
+const char *wbg_outcome_to_string(enum wbg_outcome o)
+{
+	return o < _WBG_OUTCOME_MAX ? outcomes[o] : "?";
+}
+
+bool fstype_has_writeback(const char *fstype)
+{
+	static const char *const none[] = { "tmpfs",   "ramfs",	 "proc",       "sysfs",	    "cgroup",
+					    "cgroup2", "devtmpfs", "devpts",   "mqueue",    "bpf",
+					    "tracefs", "debugfs",  "securityfs", "pstore",  "hugetlbfs",
+					    "configfs", "fusectl", "autofs",   "binfmt_misc", "efivarfs",
+					    "nsfs",    "rpc_pipefs", "squashfs", "iso9660", "9p" };
+
+	for (size_t i = 0; i < ELEMENTSOF(none); i++)
+		if (strcmp(fstype, none[i]) == 0)
+			return false;
+	return true;
+}
+
+static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const struct wbg_mount *m,
+		      const struct wbg_config *cfg, struct wbg_plan_target **ret)
+{
+	struct wbg_plan_target *t;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->t[i].dev == dev && p->t[i].kind == kind) {
+			*ret = &p->t[i];
+			return 0;
+		}
+	t = realloc(p->t, (p->n + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	p->t = t;
+	t = &p->t[p->n++];
+	*t = (struct wbg_plan_target){ .dev = dev, .kind = kind };
+	if (m) {
+		snprintf(t->fstype, sizeof(t->fstype), "%s", m->fstype);
+		snprintf(t->mount, sizeof(t->mount), "%s", m->target);
+		t->passes = config_passes_for(cfg, m->fstype);
+	}
+	*ret = t;
+	return 0;
+}
+
+static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+			 const struct wbg_bpf *bpf, struct wbg_plan *p)
+{
+	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
+	_cleanup_free_ struct wbg_inode_key *inodes = NULL;
+	size_t n_devs = 0, n_inodes = 0;
+	bool complete = false;
+	int r;
+
+	r = wbg_bpf_cgroup_devs(bpf, cgroup_id, &devs, &n_devs);
+	if (r < 0)
+		return r;
+	if (cfg->inode_flush != WBG_INODE_FLUSH_OFF) {
+		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete);
+		if (r < 0)
+			return r;
+	}
+	p->inodes_incomplete = !complete;
+	for (size_t i = 0; i < n_devs; i++) {
+		dev_t dev = makedev(WBG_KDEV_MAJOR(devs[i].dev), WBG_KDEV_MINOR(devs[i].dev));
+		struct wbg_plan_target *t;
+
+		if (devs[i].kind == WBG_DEV_BDEV) {
+			if (!cfg->flush_bdev)
+				continue;
+			r = add_target(p, dev, FLUSH_BDEV, NULL, cfg, &t);
+		} else {
+			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
+
+			/* Not mounted in our namespace (any more): nothing we can
+			 * open. Pseudo filesystems have no writeback. */
+			if (!m || !fstype_has_writeback(m->fstype))
+				continue;
+			r = add_target(p, dev, FLUSH_FS, m, cfg, &t);
+			if (r < 0)
+				return r;
+			if (complete && flush_fs_has_handles(m->fstype) && cfg->inode_flush != WBG_INODE_FLUSH_OFF) {
+				size_t k = 0;
+
+				t->use_inodes = true;
+				for (size_t j = 0; j < n_inodes; j++)
+					k += inodes[j].dev == devs[i].dev;
+				t->inodes = calloc(k ? k : 1, sizeof(*t->inodes));
+				if (!t->inodes)
+					return -ENOMEM;
+				for (size_t j = 0; j < n_inodes; j++)
+					if (inodes[j].dev == devs[i].dev)
+						t->inodes[t->n_inodes++] = inodes[j];
+			}
+		}
+		if (r < 0)
+			return r;
+	}
+	p->source = "bpf";
+	return 0;
+}
+
+/* Without BPF we cannot know what the cgroup wrote: every filesystem with
+ * writeback and a block device behind it. */
+static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p)
+{
+	for (size_t i = 0; i < mounts->n; i++) {
+		const struct wbg_mount *m = &mounts->v[i];
+		struct wbg_plan_target *t;
+		int r;
+
+		if (!fstype_has_writeback(m->fstype) || major(m->dev) == 0 ||
+		    mountinfo_find_dev(mounts, m->dev) != m)
+			continue;
+		r = add_target(p, m->dev, FLUSH_FS, m, cfg, &t);
+		if (r < 0)
+			return r;
+	}
+	p->source = "mounts";
+	return 0;
+}
+
+int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+		  const struct wbg_bpf *bpf, struct wbg_plan *ret)
+{
+	struct wbg_plan p = { 0 };
+	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bpf, &p) : plan_from_mounts(cfg, mounts, &p);
+
+	if (r < 0) {
+		plan_free(&p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+void plan_free(struct wbg_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->t[i].inodes);
+	free(p->t);
+	*p = (struct wbg_plan){ 0 };
+}
+
+struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *path, enum wbg_trigger t,
+				  uint64_t now)
+{
+	struct wbg_handover *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->path = strdup(path);
+	if (!h->path) {
+		free(h);
+		return NULL;
+	}
+	h->id = id;
+	h->cgroup_id = cgroup_id;
+	h->trigger = t;
+	h->t_trigger = now;
+	h->verify = -1;
+	cgroup_identity_parse(path, &h->ident);
+	return h;
+}
+
+void handover_free(struct wbg_handover *h)
+{
+	if (!h)
+		return;
+	free(h->path);
+	free(h);
+}
+
+void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
+{
+	if (h->n_pending > 0)
+		h->n_pending--;
+	if (!h->t_first_flush || (j->started_usec && j->started_usec < h->t_first_flush))
+		h->t_first_flush = j->started_usec;
+	if (j->result < 0)
+		h->n_failed++;
+	h->inodes_synced += j->stats.inodes_synced;
+	h->inodes_gone += j->stats.inodes_gone;
+	h->device_bytes += j->device_bytes;
+}
+
+static void add_usec(struct json_object *o, const char *k, uint64_t t, uint64_t t0)
+{
+	if (t)
+		json_object_object_add(o, k, json_object_new_double(t >= t0 ? (double)(t - t0) / 1e6 : 0));
+}
+
+struct json_object *handover_to_json(const struct wbg_handover *h)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "id", json_object_new_uint64(h->id));
+	json_object_object_add(o, "cgroup", json_object_new_string(h->path));
+	json_object_object_add(o, "cgroup_id", json_object_new_uint64(h->cgroup_id));
+	if (*h->ident.runtime)
+		json_object_object_add(o, "runtime", json_object_new_string(h->ident.runtime));
+	if (h->ident.pod_uid[0])
+		json_object_object_add(o, "pod_uid", json_object_new_string(h->ident.pod_uid));
+	if (h->ident.container_id[0])
+		json_object_object_add(o, "container_id", json_object_new_string(h->ident.container_id));
+	if (h->ident.unit[0])
+		json_object_object_add(o, "unit", json_object_new_string(h->ident.unit));
+	json_object_object_add(o, "trigger", json_object_new_string(wbg_trigger_to_string(h->trigger)));
+	json_object_object_add(o, "outcome", json_object_new_string(wbg_outcome_to_string(h->outcome)));
+	if (h->reason)
+		json_object_object_add(o, "reason", json_object_new_string(h->reason));
+	if (h->dirty_known)
+		json_object_object_add(o, "dirty_bytes", json_object_new_uint64(h->dirty_bytes));
+	if (h->plan_source)
+		json_object_object_add(o, "plan", json_object_new_string(h->plan_source));
+	json_object_object_add(o, "targets", json_object_new_int(h->n_targets));
+	json_object_object_add(o, "fs_targets", json_object_new_int(h->n_fs));
+	json_object_object_add(o, "inode_targets", json_object_new_int(h->n_inode_targets));
+	json_object_object_add(o, "bdev_targets", json_object_new_int(h->n_bdev));
+	json_object_object_add(o, "inodes_synced", json_object_new_uint64(h->inodes_synced));
+	json_object_object_add(o, "device_bytes", json_object_new_uint64(h->device_bytes));
+	/* seconds since the trigger */
+	add_usec(o, "first_flush_s", h->t_first_flush, h->t_trigger);
+	add_usec(o, "flushed_s", h->t_flushed, h->t_trigger);
+	add_usec(o, "removed_s", h->t_removed, h->t_trigger);
+	add_usec(o, "cleanup_s", h->t_cleanup, h->t_trigger);
+	json_object_object_add(o, "flushed_before_rmdir",
+			       json_object_new_boolean(h->t_flushed && (!h->t_removed || h->t_flushed <= h->t_removed)));
+	json_object_object_add(o, "cleanup_rerun", json_object_new_boolean(h->cleanup_done));
+	if (h->verify >= 0)
+		json_object_object_add(o, "dying_wb_clean", json_object_new_boolean(h->verify == 1));
+	return o;
+}

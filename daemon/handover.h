@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A handover: what wbguardd does for one cgroup that is going away, from the
+ * first sign (populated 1 -> 0, a stop job, the directory gone, an API
+ * request) until its dirty data is written and the kernel has moved its
+ * inodes off the dying wb. Every handover ends with an outcome, so a removal
+ * is always either flushed or counted with the reason it was not.
+ *
+ * The planner decides what to flush (targets from BPF, else every
+ * filesystem); the flush pool does it; the record says what happened.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup-identity.h"
+#include "flush.h"
+#include "mountinfo.h"
+
+struct wbg_bpf;
+struct wbg_config;
+struct json_object;
+
+enum wbg_trigger {
+	WBG_TRIGGER_POPULATED_0,
+	WBG_TRIGGER_STOP_JOB,
+	WBG_TRIGGER_REMOVED,
+	WBG_TRIGGER_RESCAN,
+	WBG_TRIGGER_API,
+	_WBG_TRIGGER_MAX,
+};
+
+enum wbg_outcome {
+	WBG_OUTCOME_PENDING,
+	WBG_OUTCOME_FLUSHED,     /* all targets written */
+	WBG_OUTCOME_CLEAN,       /* nothing was dirty: no flush needed */
+	WBG_OUTCOME_NO_TARGETS,  /* dirty, but nothing to flush was found */
+	WBG_OUTCOME_FAILED,      /* a target failed */
+	WBG_OUTCOME_TIMEOUT,     /* a target did not finish in time */
+	WBG_OUTCOME_DISABLED,    /* mitigation off (kernel has the fallback, or configured) */
+	_WBG_OUTCOME_MAX,
+};
+
+struct wbg_plan_target {
+	dev_t dev;
+	enum flush_kind kind;
+	char fstype[32];
+	char mount[4096];
+	unsigned passes;
+	bool use_inodes;
+	struct wbg_inode_key *inodes;
+	size_t n_inodes;
+};
+
+struct wbg_plan {
+	struct wbg_plan_target *t;
+	size_t n;
+	const char *source; /* "bpf" or "mounts" */
+	bool inodes_incomplete;
+};
+
+struct wbg_handover {
+	uint64_t id;
+	uint64_t cgroup_id;
+	char *path;
+	struct wbg_identity ident;
+	enum wbg_trigger trigger;
+	enum wbg_outcome outcome;
+	const char *reason; /* why, for outcomes other than FLUSHED */
+	uint64_t dirty_bytes;    /* memory.stat file_dirty when triggered */
+	bool dirty_known;
+	const char *plan_source;
+	unsigned n_targets, n_fs, n_bdev, n_inode_targets, n_pending, n_failed;
+	uint64_t inodes_synced, inodes_gone, device_bytes;
+	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
+	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup, t_verified;
+	bool removed_before_flushed; /* rmdir came while the flush was running */
+	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
+	int verify;                  /* -1 not possible here, 0 dying wb still dirty, 1 clean */
+};
+
+/* What to flush for a cgroup. mounts: our mount table; bpf may be NULL. */
+int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+		  const struct wbg_bpf *bpf, struct wbg_plan *ret);
+void plan_free(struct wbg_plan *p);
+/* Whether a filesystem type has writeback at all (tmpfs, proc... do not). */
+bool fstype_has_writeback(const char *fstype);
+
+struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *path, enum wbg_trigger t,
+				  uint64_t now);
+void handover_free(struct wbg_handover *h);
+/* A finished job for this handover. */
+void handover_job_done(struct wbg_handover *h, const struct flush_job *j);
+struct json_object *handover_to_json(const struct wbg_handover *h);
+
+const char *wbg_trigger_to_string(enum wbg_trigger t);
+const char *wbg_outcome_to_string(enum wbg_outcome o);

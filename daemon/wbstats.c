@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+#include "wbstats.h"
+
+#define WB_HAS_DIRTY_IO_BIT 2 /* enum wb_state: WB_registered, WB_writeback_running, WB_has_dirty_io */
+
+int wbstats_parse(const char *text, struct wbg_wb_stat **ret, size_t *ret_n)
+{
+	struct wbg_wb_stat *v = NULL, *cur = NULL;
+	size_t n = 0;
+
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		char key[32];
+		unsigned long long x;
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[128];
+		int base = 10;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+		p = nl ? nl + 1 : NULL;
+		if (sscanf(line, "%31[^:]:", key) != 1)
+			continue;
+		if (strcmp(key, "state") == 0)
+			base = 16;
+		{
+			const char *val = strchr(line, ':') + 1;
+			char *end;
+
+			errno = 0;
+			x = strtoull(val, &end, base);
+			if (errno || end == val)
+				continue;
+		}
+		if (strcmp(key, "WbCgIno") == 0) {
+			struct wbg_wb_stat *a = realloc(v, (n + 1) * sizeof(*a));
+
+			if (!a) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = a;
+			cur = &v[n++];
+			*cur = (struct wbg_wb_stat){ .cg_ino = x };
+			continue;
+		}
+		if (!cur)
+			continue;
+		if (strcmp(key, "WbWriteback") == 0)
+			cur->writeback_kb = x;
+		else if (strcmp(key, "WbReclaimable") == 0)
+			cur->reclaimable_kb = x;
+		else if (strcmp(key, "b_dirty") == 0)
+			cur->b_dirty = x;
+		else if (strcmp(key, "b_io") == 0)
+			cur->b_io = x;
+		else if (strcmp(key, "b_more_io") == 0)
+			cur->b_more_io = x;
+		else if (strcmp(key, "b_dirty_time") == 0)
+			cur->b_dirty_time = x;
+		else if (strcmp(key, "state") == 0)
+			cur->state = x;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s)
+{
+	return (s->state & (1ULL << WB_HAS_DIRTY_IO_BIT)) || s->b_dirty || s->b_io || s->b_more_io;
+}
+
+int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
+{
+	char pattern[PATH_MAX];
+	glob_t g = { 0 };
+	int result = -ENOENT;
+
+	snprintf(pattern, sizeof(pattern), "%s/bdi/*/wb_stats", debugfs);
+	if (glob(pattern, 0, NULL, &g) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		_cleanup_free_ char *text = NULL;
+		_cleanup_free_ struct wbg_wb_stat *v = NULL;
+		size_t n = 0;
+
+		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], 4 << 20, &text) < 0 || wbstats_parse(text, &v, &n) < 0)
+			continue;
+		if (result < 0)
+			result = 1;
+		for (size_t k = 0; k < n; k++)
+			if (v[k].cg_ino == cg_ino && wb_stat_has_dirty_io(&v[k]))
+				result = 0;
+	}
+	globfree(&g);
+	return result;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* debugfs bdi/<bdi>/wb_stats (6.10+): every wb on bdi->wb_list, dying ones
+ * included. A dying wb of a removed cgroup that still has dirty IO is the
+ * one the kernel's offline cleanup skips. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wbg_wb_stat {
+	uint64_t cg_ino;
+	uint64_t writeback_kb, reclaimable_kb;
+	uint64_t b_dirty, b_io, b_more_io, b_dirty_time;
+	uint64_t state;
+};
+
+int wbstats_parse(const char *text, struct wbg_wb_stat **ret, size_t *ret_n);
+bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s);
+/* Over every bdi under debugfs: 1 when no wb of the cgroup has dirty IO, 0
+ * when one does, -ENOENT when the kernel has no wb_stats (before 6.10 or
+ * debugfs not mounted). */
+int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino);
