@@ -230,7 +230,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 		snprintf(p->msg, sizeof(p->msg), "%s:%u: [%s] %s = '%s': expected %s", p->name, p->line, section, key,
 			 value, expect);
 	if (r < 0)
-		p->error = r == -ENOKEY ? -EINVAL : r;
+		p->error = r == -ENOMEM ? r : -EINVAL; /* the message says what was wrong */
 	return 1;
 }
 

@@ -63,6 +63,8 @@ struct wbg_plan {
 
 struct wbg_handover {
 	uint64_t id;
+	void *owner;              /* the manager; timers call back with the handover */
+	void *timeout_source, *verify_source; /* sd_event_source */
 	uint64_t cgroup_id;
 	char *path;
 	struct wbg_identity ident;

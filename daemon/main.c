@@ -1,46 +1,138 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* wbguardd: keeps a replaced container's successor from stalling on the
  * dying cgroup's writeback. Options, host checks and the event loop. */
+#include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 
+#include "cgroup-util.h"
+#include "conf.h"
 #include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+static const char *arg_config = WBG_CONF_FILE;
+static const char *arg_cgroup_root;
+static bool arg_no_bpf;
 
 static void help(void)
 {
 	printf("Usage: wbguardd [OPTIONS]\n\n"
 	       "Watches cgroup removals and writes back what a removed cgroup left dirty,\n"
 	       "so that writers in other cgroups never stall on its dying writeback.\n\n"
-	       "  -h --help       show this help\n"
-	       "     --version    show the version\n");
+	       "  -h --help               show this help\n"
+	       "     --version            show the version\n"
+	       "  -c --config=PATH        configuration file (default " WBG_CONF_FILE ";\n"
+	       "                          drop-ins from conf.d/ beside it)\n"
+	       "     --cgroup-root=PATH   cgroup2 mount to watch (overrides the configuration)\n"
+	       "     --no-bpf             do not load BPF programs\n"
+	       "     --log-level=LEVEL    emerg ... debug (overrides the configuration)\n");
 }
 
-int main(int argc, char **argv)
+static int parse_argv(int argc, char **argv, const char **ret_level)
 {
+	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		{ "version", no_argument, NULL, ARG_VERSION },
+		{ "config", required_argument, NULL, 'c' },
+		{ "cgroup-root", required_argument, NULL, ARG_ROOT },
+		{ "no-bpf", no_argument, NULL, ARG_NO_BPF },
+		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{},
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "hc:", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'h':
 			help();
-			return 0;
-		case 'V':
+			exit(0);
+		case ARG_VERSION:
 			printf("wbguardd %s\n", WBGUARD_VERSION);
-			return 0;
+			exit(0);
+		case 'c':
+			arg_config = optarg;
+			break;
+		case ARG_ROOT:
+			arg_cgroup_root = optarg;
+			break;
+		case ARG_NO_BPF:
+			arg_no_bpf = true;
+			break;
+		case ARG_LOG_LEVEL:
+			*ret_level = optarg;
+			break;
 		default:
-			return 2;
+			return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		log_error("wbguardd takes no arguments ('%s')", argv[optind]);
+	if (optind < argc)
+		return log_error_errno(EINVAL, "wbguardd takes no arguments ('%s')", argv[optind]);
+	return 0;
+}
+
+/* The host must have a cgroup2 tree with the memory controller: without it
+ * there are no per-cgroup wbs and nothing to guard. */
+static int check_host(const char *root)
+{
+	_cleanup_free_ char *controllers = NULL;
+	char p[4096];
+	struct statfs sfs;
+	int r;
+
+	if (statfs(root, &sfs) < 0)
+		return log_error_errno(errno, "Cannot stat cgroup root %s", root);
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+		return log_error_errno(ENOTSUP, "%s is not a cgroup2 mount", root);
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", root);
+	r = read_small_file_at(AT_FDCWD, p, 4096, &controllers);
+	if (r < 0)
+		return log_error_errno(r, "Cannot read %s", p);
+	if (!strstr(controllers, "memory"))
+		return log_error_errno(ENOTSUP, "The memory controller is not available in %s (%s)", root,
+				       strtok(controllers, "\n"));
+	if (geteuid() != 0)
+		log_warning("Not running as root: syncfs, file handles and cgroup writes may be refused");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *level = NULL;
+	struct manager *m = NULL;
+	int r;
+
+	r = parse_argv(argc, argv, &level);
+	if (r < 0)
 		return 2;
+	r = manager_new(arg_config, arg_cgroup_root, arg_no_bpf, &m);
+	if (r < 0)
+		return 1;
+	if (level) {
+		static const char *const levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+		size_t i;
+
+		for (i = 0; i < ELEMENTSOF(levels) && strcmp(level, levels[i]); i++)
+			;
+		if (i == ELEMENTSOF(levels)) {
+			log_error("--log-level: unknown level '%s'", level);
+			manager_free(m);
+			return 2;
+		}
+		log_set_max_level((int)i);
 	}
-	log_error("wbguardd: the daemon loop is not built yet; see --help");
-	return 1;
+	r = check_host(m->cfg.cgroup_root);
+	if (r >= 0)
+		r = manager_start(m);
+	if (r >= 0)
+		r = manager_run(m);
+	manager_free(m);
+	return r < 0 ? 1 : 0;
 }

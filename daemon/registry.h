@@ -17,6 +17,8 @@ struct wbg_cgroup {
 	int wd_events; /* inotify watch of cgroup.events, -1 if none */
 	bool populated;
 	bool removed;
+	bool in_scope;       /* in a configured subtree (not just an ancestor) */
+	uint64_t seen;       /* rescan generation it was last found in */
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */
 };

@@ -28,6 +28,25 @@ def fmt(s, unit="", digits=1):
     return m
 
 
+def old_handover(runs):
+    """wbguardd's handover of the old cgroup, per run (wbguardd columns)."""
+    hs = []
+    for r in runs:
+        for h in r.get("handovers", []):
+            if h.get("cgroup", "").endswith("/old"):
+                hs.append(h)
+    if not hs:
+        return None
+    return {
+        "outcomes": sorted(set(h["outcome"] for h in hs)),
+        "first_flush_s": spread([h["first_flush_s"] for h in hs if "first_flush_s" in h]),
+        "flushed_s": spread([h["flushed_s"] for h in hs if "flushed_s" in h]),
+        "flushed_before_rmdir": sum(1 for h in hs if h.get("flushed_before_rmdir")),
+        "cleanup_rerun": sum(1 for h in hs if h.get("cleanup_rerun")),
+        "n": len(hs),
+    }
+
+
 def load_column(d, name, kernel, mode, mit, fs):
     runs, failed = [], 0
     cdir = os.path.join(d, name)
@@ -37,6 +56,10 @@ def load_column(d, name, kernel, mode, mit, fs):
             with open(p) as f:
                 res = json.load(f)
             res["run"] = r
+            hp = os.path.join(cdir, r, "handovers.jsonl")
+            if os.path.exists(hp):
+                with open(hp) as f:
+                    res["handovers"] = [json.loads(line) for line in f if line.strip()]
             runs.append(res)
         except (OSError, ValueError):
             failed += 1
@@ -48,6 +71,7 @@ def load_column(d, name, kernel, mode, mit, fs):
         "old_ok": spread([w.get("old_target", {}).get("ok", 0) for w in wb]),
         "old_file_dirty_at_removal_bytes": spread([r["old"]["file_dirty_at_removal"] for r in runs]),
         "completed_runs": sum(1 for r in runs if r["new"]["completed"]),
+        "old_handover": old_handover(runs),
         "failed_runs": failed,
     }
     return {"name": name, "kernel": kernel, "mode": mode, "mitigation": mit, "fs": fs,

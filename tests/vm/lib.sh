@@ -25,3 +25,28 @@ witness_stop() {
 	wait "$WITNESS"
 	sed -n 's/^@ret\[\(-\{0,1\}[0-9]*\)\]: \([0-9]*\)$/\1 \2/p' /tmp/witness.txt
 }
+
+# daemon_start BUILD [ARGS...]: starts wbguardd in the background, logging
+# to /wbg-out/wbguardd.log, and waits until it watches the tree.
+daemon_start() {
+	b=$1
+	shift
+	rm -f /run/wbguard/handovers.jsonl
+	"$b/daemon/wbguardd" --log-level=info "$@" >/wbg-out/wbguardd.log 2>&1 &
+	DAEMON=$!
+	i=0
+	while ! grep -q '^Watching' /wbg-out/wbguardd.log && [ $i -lt 300 ]; do
+		kill -0 $DAEMON 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q '^Watching' /wbg-out/wbguardd.log
+}
+# daemon_stop: SIGTERM, wait, keep the handover records in /wbg-out.
+daemon_stop() {
+	kill -TERM "$DAEMON" 2>/dev/null
+	wait "$DAEMON"
+	DAEMON_RC=$?
+	cp /run/wbguard/handovers.jsonl /wbg-out/ 2>/dev/null
+	return $DAEMON_RC
+}

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <search.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+#include <systemd/sd-daemon.h>
+
+#include "bpf-counters.h"
+#include "cgroup-util.h"
+#include "flush.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "wbstats.h"
+
+/* How long after the scratch cycle the kernel's cleanup work has run. */
+#define VERIFY_DELAY_USEC (200 * 1000)
+
+static uint64_t now_usec(struct manager *m)
+{
+	uint64_t t = 0;
+
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static int cmp_handover(const void *a, const void *b)
+{
+	uint64_t x = ((const struct wbg_handover *)a)->id, y = ((const struct wbg_handover *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct wbg_handover *find_active(struct manager *m, uint64_t id)
+{
+	struct wbg_handover key = { .id = id }, **f = tfind(&key, &m->active, cmp_handover);
+
+	return f ? *f : NULL;
+}
+
+/* The end of a handover: counted, recorded, logged, freed. */
+static void retire(struct manager *m, struct wbg_handover *h)
+{
+	struct wbg_cgroup *c = registry_find_id(&m->reg, h->cgroup_id);
+	struct json_object *o;
+
+	if (h->outcome == WBG_OUTCOME_PENDING)
+		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	if (c && c->handover == h)
+		c->handover = NULL;
+	sd_event_source_disable_unref(h->timeout_source);
+	sd_event_source_disable_unref(h->verify_source);
+	tdelete(h, &m->active, cmp_handover);
+	m->handovers[h->trigger][h->outcome]++;
+	o = handover_to_json(h);
+	log_full_errno(h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO,
+		       0, "handover %" PRIu64 " %s: %s", h->id, h->path,
+		       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	if (m->records) {
+		fprintf(m->records, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		fflush(m->records);
+		m->records_written++;
+	}
+	json_object_put(o);
+	handover_free(h);
+}
+
+static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct wbg_handover *h = userdata;
+	struct manager *m = h->owner;
+	int r = wbstats_cgroup_clean(m->debugfs, h->cgroup_id);
+
+	if (r >= 0) {
+		h->verify = r;
+		h->t_verified = now_usec(m);
+		if (r == 0) {
+			m->verify_dirty++;
+			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
+		}
+	}
+	retire(m, h);
+	return 0;
+}
+
+/* After the flush, with the cgroup gone: make the kernel re-run its
+ * offline-wb cleanup, then check that the dying wb is clean. */
+static void cleanup_and_verify(struct manager *m, struct wbg_handover *h)
+{
+	int r;
+
+	if (m->cfg.scratch_cycle && m->scratch.path) {
+		r = scratch_cycle(&m->scratch, h->id);
+		if (r < 0) {
+			m->cleanup_failures++;
+			log_warning_errno(r, "Scratch memcg cycle for %s failed", h->path);
+		} else {
+			m->cleanup_cycles++;
+			h->cleanup_done = true;
+			h->t_cleanup = now_usec(m);
+		}
+	}
+	r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->verify_source, CLOCK_MONOTONIC,
+				       VERIFY_DELAY_USEC, 0, on_verify, h);
+	if (r < 0)
+		retire(m, h);
+}
+
+/* All targets done (or given up on). */
+static void flush_finished(struct manager *m, struct wbg_handover *h)
+{
+	h->t_flushed = now_usec(m);
+	if (h->outcome == WBG_OUTCOME_PENDING)
+		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	if (h->t_removed)
+		cleanup_and_verify(m, h);
+	/* else: the cgroup still exists; its removal continues the handover. */
+}
+
+static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct wbg_handover *h = userdata;
+	struct manager *m = h->owner;
+
+	if (h->n_pending == 0)
+		return 0;
+	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)m->cfg.timeout_usec / 1e6);
+	h->outcome = WBG_OUTCOME_TIMEOUT;
+	h->reason = "flush timeout";
+	h->n_pending = 0;
+	flush_finished(m, h);
+	return 0;
+}
+
+static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_plan *plan)
+{
+	int r;
+
+	h->plan_source = plan->source;
+	for (size_t i = 0; i < plan->n; i++) {
+		struct wbg_plan_target *t = &plan->t[i];
+		struct flush_job *j = flush_job_new(t->dev, t->kind, t->fstype, t->mount);
+
+		if (!j)
+			return log_oom();
+		j->passes = t->passes;
+		j->use_inodes = t->use_inodes;
+		r = flush_job_add_waiter(j, h->id);
+		if (r == 0 && t->use_inodes)
+			r = flush_job_add_inodes(j, t->inodes, t->n_inodes);
+		if (r == 0)
+			r = flush_pool_submit(m->pool, j);
+		if (r < 0) {
+			flush_job_free(j);
+			return log_oom();
+		}
+		h->n_targets++;
+		h->n_pending++;
+		if (t->kind == FLUSH_BDEV)
+			h->n_bdev++;
+		else if (t->use_inodes)
+			h->n_inode_targets++;
+		else
+			h->n_fs++;
+	}
+	return 0;
+}
+
+/* Starts a handover, or moves an existing one on (populated 0, then the
+ * directory gone). */
+static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_trigger trigger)
+{
+	struct wbg_handover *h = c->handover;
+	uint64_t dirty = 0, wb = 0;
+	struct wbg_plan plan = { 0 };
+	int r;
+
+	if (h) {
+		if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
+			h->t_removed = now_usec(m);
+			c->handover = NULL; /* the cgroup entry goes away now */
+			if (h->n_pending > 0)
+				h->removed_before_flushed = true; /* cleanup follows the flush */
+			else
+				cleanup_and_verify(m, h);
+		}
+		return;
+	}
+
+	h = handover_new(++m->next_handover_id, c->id, c->path, trigger, now_usec(m));
+	if (!h) {
+		log_oom();
+		return;
+	}
+	h->owner = m;
+	if (!tsearch(h, &m->active, cmp_handover)) {
+		handover_free(h);
+		log_oom();
+		return;
+	}
+	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN)
+		h->t_removed = h->t_trigger;
+	else
+		c->handover = h;
+
+	if (!m->mitigating) {
+		h->outcome = WBG_OUTCOME_DISABLED;
+		h->reason = "mitigation off";
+		retire(m, h);
+		return;
+	}
+	/* While the cgroup exists, its own counters say whether anything is
+	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
+	if (!h->t_removed) {
+		r = cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_dirty", &dirty);
+		if (r >= 0)
+			r = cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_writeback", &wb);
+		if (r >= 0) {
+			h->dirty_known = true;
+			h->dirty_bytes = dirty;
+			if (dirty + wb == 0) {
+				h->outcome = WBG_OUTCOME_CLEAN;
+				h->reason = "file_dirty and file_writeback were 0";
+				c->handover = NULL;
+				retire(m, h);
+				return;
+			}
+		} else
+			log_debug_errno(r, "No memory.stat for %s", c->path);
+	}
+
+	r = handover_plan(c->id, &m->cfg, &m->mounts, m->bpf, &plan);
+	if (r < 0) {
+		log_error_errno(r, "Cannot plan the flush of %s", c->path);
+		h->outcome = WBG_OUTCOME_FAILED;
+		h->reason = "planning failed";
+	} else if (plan.n == 0) {
+		/* Nothing recorded: with BPF this means the cgroup dirtied no
+		 * filesystem we can reach. */
+		h->outcome = h->dirty_known ? WBG_OUTCOME_NO_TARGETS : WBG_OUTCOME_CLEAN;
+		h->reason = h->dirty_known ? "dirty, but no filesystem to flush was found" : "nothing dirtied was recorded";
+	} else {
+		r = submit_plan(m, h, &plan);
+		if (r < 0) {
+			h->outcome = WBG_OUTCOME_FAILED;
+			h->reason = "out of memory";
+		}
+	}
+	plan_free(&plan);
+	if (h->n_pending == 0) {
+		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
+			cleanup_and_verify(m, h);
+		else {
+			c->handover = NULL;
+			retire(m, h);
+		}
+		return;
+	}
+	(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+					 m->cfg.timeout_usec, 0, on_timeout, h);
+}
+
+static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
+{
+	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
+}
+
+static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populated)
+{
+	struct manager *m = w->userdata;
+
+	if (!populated)
+		handover_event(m, c, WBG_TRIGGER_POPULATED_0);
+	else if (c->handover && c->handover->n_pending == 0) {
+		/* In use again before anyone removed it: that handover is over. */
+		struct wbg_handover *h = c->handover;
+
+		c->handover = NULL;
+		h->reason = "repopulated before removal";
+		retire(m, h);
+	}
+}
+
+static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
+{
+	struct manager *m = w->userdata;
+
+	handover_event(m, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
+	if (m->bpf)
+		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
+}
+
+static const struct wbg_watch_ops watch_ops = {
+	.tracked = on_tracked,
+	.populated = on_populated,
+	.removed = on_removed,
+};
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+	int r = watch_process(&m->watch);
+
+	if (r == -ENOMEM)
+		return sd_event_exit(m->event, r);
+	return 0;
+}
+
+static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+	struct flush_job *j;
+
+	while ((j = flush_pool_take_done(m->pool))) {
+		if (j->result < 0)
+			log_warning_errno(j->result, "Flush of %s (%s) failed", j->mount[0] ? j->mount : "block device",
+					  j->fstype);
+		for (size_t i = 0; i < j->n_waiters; i++) {
+			struct wbg_handover *h = find_active(m, j->waiters[i]);
+
+			if (!h || h->n_pending == 0)
+				continue; /* timed out meanwhile */
+			handover_job_done(h, j);
+			if (h->n_pending == 0)
+				flush_finished(m, h);
+		}
+		flush_job_free(j);
+	}
+	return 0;
+}
+
+static int reload_mounts(struct manager *m)
+{
+	struct wbg_mounts n;
+	int r = mountinfo_read("/proc/self/mountinfo", &n);
+
+	if (r < 0)
+		return log_error_errno(r, "Cannot read /proc/self/mountinfo");
+	mountinfo_free(&m->mounts);
+	m->mounts = n;
+	return 0;
+}
+
+/* The kernel flags /proc/self/mountinfo with POLLPRI when the table changes. */
+static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	(void)reload_mounts(m);
+	return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+
+	if (si->ssi_signo == SIGHUP) {
+		struct wbg_config c;
+
+		config_init(&c);
+		if (config_load(&c, m->config_path) < 0) {
+			log_error("Reload of %s failed; keeping the running configuration", m->config_path);
+			config_done(&c);
+			return 0;
+		}
+		/* The watched tree and the pool size stay as started. */
+		snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
+		config_done(&m->cfg);
+		m->cfg = c;
+		log_set_max_level(m->cfg.log_level);
+		log_info("Reloaded %s", m->config_path);
+		return 0;
+	}
+	log_info("Received %s, exiting", strsignal(si->ssi_signo));
+	return sd_event_exit(m->event, 0);
+}
+
+int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret)
+{
+	struct manager *m = calloc(1, sizeof(*m));
+	int r;
+
+	if (!m)
+		return log_oom();
+	m->mountinfo_fd = -EBADF;
+	config_init(&m->cfg);
+	m->config_path = strdup(config_path);
+	m->debugfs = strdup("/sys/kernel/debug");
+	if (!m->config_path || !m->debugfs) {
+		manager_free(m);
+		return log_oom();
+	}
+	r = config_load(&m->cfg, config_path);
+	if (r < 0) {
+		manager_free(m);
+		return log_error_errno(r, "Not starting with a bad configuration (%s)", config_path);
+	}
+	if (cgroup_root_override)
+		snprintf(m->cfg.cgroup_root, sizeof(m->cfg.cgroup_root), "%s", cgroup_root_override);
+	if (no_bpf)
+		m->cfg.bpf = false;
+	log_set_max_level(m->cfg.log_level);
+	*ret = m;
+	return 0;
+}
+
+int manager_start(struct manager *m)
+{
+	char path[PATH_MAX];
+	int r;
+
+	r = sd_event_default(&m->event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot allocate the event loop");
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	(void)sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+	(void)sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+	(void)sd_event_add_signal(m->event, NULL, SIGHUP, on_signal, m);
+	(void)sd_event_set_watchdog(m->event, true);
+
+	if (m->cfg.bpf) {
+		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, &m->bpf);
+		if (r < 0)
+			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
+	}
+	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
+
+	r = reload_mounts(m);
+	if (r < 0)
+		return r;
+	m->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (m->mountinfo_fd >= 0)
+		(void)sd_event_add_io(m->event, &m->mountinfo_source, m->mountinfo_fd, EPOLLPRI, on_mountinfo, m);
+
+	r = flush_pool_new(m->cfg.workers, "/dev/block", "/sys/dev/block", &m->pool);
+	if (r < 0)
+		return log_error_errno(r, "Cannot start flush workers");
+	r = sd_event_add_io(m->event, &m->pool_source, flush_pool_fd(m->pool), EPOLLIN, on_pool, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch the flush pool");
+
+	if (m->cfg.scratch_cycle) {
+		r = scratch_open(m->cfg.cgroup_root, m->cfg.scratch_cgroup, &m->scratch);
+		if (r < 0)
+			log_warning_errno(r, "No scratch cgroup: the kernel's offline-wb cleanup will not be re-run");
+	}
+
+	snprintf(path, sizeof(path), "%s", m->cfg.state_dir);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		log_warning_errno(errno, "Cannot create %s", path);
+	snprintf(path, sizeof(path), "%s/handovers.jsonl", m->cfg.state_dir);
+	m->records = fopen(path, "ae");
+	if (!m->records)
+		log_warning_errno(errno, "Cannot open %s; handover records go to the log only", path);
+
+	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
+	if (r < 0)
+		return r;
+	r = sd_event_add_io(m->event, &m->inotify_source, m->watch.fd, EPOLLIN, on_inotify, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch inotify");
+	r = watch_rescan(&m->watch);
+	if (r < 0)
+		return r;
+	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
+		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
+	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
+	return 0;
+}
+
+int manager_run(struct manager *m)
+{
+	return sd_event_loop(m->event);
+}
+
+static void collect_active(const void *nodep, VISIT which, void *closure)
+{
+	struct wbg_handover ***v = closure;
+
+	if (which == postorder || which == leaf)
+		*(*v)++ = *(struct wbg_handover *const *)nodep;
+}
+
+struct manager *manager_free(struct manager *m)
+{
+	if (!m)
+		return NULL;
+	(void)sd_notify(false, "STOPPING=1");
+	sd_event_source_disable_unref(m->inotify_source);
+	sd_event_source_disable_unref(m->pool_source);
+	sd_event_source_disable_unref(m->mountinfo_source);
+	/* Handovers still open are recorded as they stand, not dropped. */
+	{
+		struct wbg_handover **v = calloc(m->next_handover_id + 1, sizeof(*v)), **p = v;
+
+		if (v) {
+			twalk_r(m->active, collect_active, &p);
+			for (struct wbg_handover **q = v; q < p; q++) {
+				if ((*q)->n_pending)
+					(*q)->reason = "daemon stopped during the flush";
+				retire(m, *q);
+			}
+			free(v);
+		}
+	}
+	flush_pool_free(m->pool);
+	watch_done(&m->watch);
+	registry_free(&m->reg);
+	scratch_close(&m->scratch);
+	wbg_bpf_free(m->bpf);
+	mountinfo_free(&m->mounts);
+	if (m->mountinfo_fd >= 0)
+		close(m->mountinfo_fd);
+	if (m->records)
+		fclose(m->records);
+	sd_event_unref(m->event);
+	config_done(&m->cfg);
+	free(m->config_path);
+	free(m->debugfs);
+	free(m);
+	return NULL;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The manager owns every event source (inotify, the flush pool's eventfd,
+ * mountinfo changes, timers, signals) and moves handovers along. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "handover.h"
+#include "mountinfo.h"
+#include "registry.h"
+#include "scratch.h"
+#include "watch-cgroupfs.h"
+
+#define WBG_RECORDS_MAX 1024
+
+struct wbg_bpf;
+struct flush_pool;
+
+struct manager {
+	sd_event *event;
+	struct wbg_config cfg;
+	char *config_path;
+	char *debugfs;
+
+	struct wbg_registry reg;
+	struct wbg_watch watch;
+	struct wbg_bpf *bpf;
+	struct flush_pool *pool;
+	struct wbg_mounts mounts;
+	struct wbg_scratch scratch;
+	bool mitigating;
+
+	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
+	int mountinfo_fd;
+
+	void *active; /* tsearch tree of in-flight handovers, by id */
+	uint64_t next_handover_id;
+	FILE *records;
+	uint64_t records_written;
+
+	/* counters, exported later as metrics */
+	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
+	uint64_t cleanup_cycles, cleanup_failures, verify_dirty;
+};
+
+int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
+struct manager *manager_free(struct manager *m);
+int manager_start(struct manager *m);
+int manager_run(struct manager *m);

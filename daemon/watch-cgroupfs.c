@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <libcgroup.h>
+
+#include "cgroup-util.h"
+#include "log.h"
+#include "macro.h"
+#include "watch-cgroupfs.h"
+
+#define DIR_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+#define EVENTS_MASK (IN_MODIFY)
+
+int watch_init(struct wbg_watch *w, const char *root, char *const *roots, unsigned n_roots, struct wbg_registry *reg,
+	       const struct wbg_watch_ops *ops, void *userdata)
+{
+	*w = (struct wbg_watch){ .reg = reg, .ops = ops, .userdata = userdata, .fd = -EBADF };
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->fd < 0)
+		return log_error_errno(errno, "inotify_init1");
+	w->root = strdup(root);
+	if (!w->root)
+		return log_oom();
+	if (n_roots) {
+		w->roots = calloc(n_roots, sizeof(char *));
+		if (!w->roots)
+			return log_oom();
+		for (unsigned i = 0; i < n_roots; i++) {
+			w->roots[i] = strdup(roots[i]);
+			if (!w->roots[i])
+				return log_oom();
+			w->n_roots++;
+		}
+	}
+	return 0;
+}
+
+void watch_done(struct wbg_watch *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	for (unsigned i = 0; i < w->n_roots; i++)
+		free(w->roots[i]);
+	free(w->roots);
+	free(w->root);
+	*w = (struct wbg_watch){ .fd = -EBADF };
+}
+
+bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ancestor_only)
+{
+	size_t pl = strlen(path);
+
+	*ret_ancestor_only = false;
+	if (w->n_roots == 0)
+		return true;
+	for (unsigned i = 0; i < w->n_roots; i++) {
+		const char *r = w->roots[i];
+		size_t rl = strlen(r);
+
+		if (rl == 0 || (pl >= rl && strncmp(path, r, rl) == 0 && (path[rl] == 0 || path[rl] == '/')))
+			return true;
+	}
+	for (unsigned i = 0; i < w->n_roots; i++) {
+		const char *r = w->roots[i];
+
+		if (pl == 0 || (strlen(r) > pl && strncmp(r, path, pl) == 0 && r[pl] == '/')) {
+			*ret_ancestor_only = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void join(char *buf, size_t size, const char *a, const char *b)
+{
+	snprintf(buf, size, "%s%s%s", a, *a && *b ? "/" : "", b);
+}
+
+static int add_watches(struct wbg_watch *w, struct wbg_cgroup *c)
+{
+	char p[PATH_MAX];
+	int wd, r;
+
+	join(p, sizeof(p), w->root, c->path);
+	wd = inotify_add_watch(w->fd, p, DIR_MASK);
+	if (wd < 0)
+		return -errno;
+	r = registry_set_wd(w->reg, c, false, wd);
+	if (r < 0)
+		return r;
+	if (!*c->path || !c->in_scope)
+		return 0; /* the root has no cgroup.events; ancestors need none */
+	strncat(p, "/cgroup.events", sizeof(p) - strlen(p) - 1);
+	wd = inotify_add_watch(w->fd, p, EVENTS_MASK);
+	if (wd < 0)
+		return -errno;
+	return registry_set_wd(w->reg, c, true, wd);
+}
+
+static bool read_populated(const struct wbg_watch *w, const struct wbg_cgroup *c)
+{
+	uint64_t v = 0;
+
+	return *c->path && cg_read_keyed_u64(w->root, c->path, "cgroup.events", "populated", &v) == 0 && v;
+}
+
+static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
+{
+	c->removed = true;
+	/* The kernel already dropped the watches of a removed directory. */
+	if (c->wd_dir >= 0 && by_rescan)
+		(void)inotify_rm_watch(w->fd, c->wd_dir);
+	if (c->wd_events >= 0 && by_rescan)
+		(void)inotify_rm_watch(w->fd, c->wd_events);
+	if (c->in_scope && w->ops->removed)
+		w->ops->removed(w, c, by_rescan);
+	registry_remove(w->reg, c);
+}
+
+/* Tracks one cgroup (if new) and, when recurse, everything below it: a
+ * child created before our watch on its parent existed is found here. */
+static int track(struct wbg_watch *w, const char *path, bool recurse)
+{
+	char p[PATH_MAX];
+	struct wbg_cgroup *c;
+	bool ancestor_only;
+	struct stat st;
+	int r;
+
+	if (!watch_in_scope(w, path, &ancestor_only))
+		return 0;
+	join(p, sizeof(p), w->root, path);
+	if (stat(p, &st) < 0)
+		return errno == ENOENT ? 0 : -errno; /* vanished under us: normal */
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	c = registry_find_path(w->reg, path);
+	if (c && c->id != st.st_ino) {
+		/* Removed and recreated between two looks: the old one is gone. */
+		removed(w, c, true);
+		c = NULL;
+	}
+	if (!c) {
+		r = registry_add(w->reg, st.st_ino, path, &c);
+		if (r == -EEXIST)
+			return 0;
+		if (r < 0)
+			return r;
+		c->in_scope = !ancestor_only;
+		r = add_watches(w, c);
+		if (r == -ENOSPC || r == -ENOMEM) {
+			/* Out of inotify watches: rescans will find what we
+			 * miss; say so in a counter rather than drop it. */
+			w->watch_failures++;
+			w->rescan_needed = true;
+			log_warning_errno(r, "Cannot watch %s (rescans will cover it)", p);
+		} else if (r == -ENOENT) {
+			removed(w, c, true);
+			return 0;
+		} else if (r < 0)
+			return log_error_errno(r, "Cannot watch %s", p);
+		c->populated = read_populated(w, c);
+		if (c->in_scope && w->ops->tracked)
+			w->ops->tracked(w, c);
+	}
+	c->seen = w->generation;
+	if (!recurse)
+		return 0;
+	{
+		_cleanup_closedir_ DIR *d = opendir(p);
+		struct dirent *de;
+
+		if (!d)
+			return errno == ENOENT ? 0 : -errno;
+		while ((de = readdir(d))) {
+			char child[PATH_MAX];
+
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			join(child, sizeof(child), path, de->d_name);
+			r = track(w, child, true);
+			if (r == -ENOMEM)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Startup and rescans walk with libcgroup when it knows our cgroupfs mount
+ * (the node's real tree); a test's temporary tree is walked by track(). */
+static int walk_libcgroup(struct wbg_watch *w)
+{
+	_cleanup_free_ char *mp = NULL;
+	struct cgroup_file_info info;
+	void *handle = NULL;
+	int base, r;
+	size_t ml;
+
+	if (cgroup_init() != 0 || cgroup_get_subsys_mount_point("memory", &mp) != 0 || strcmp(mp, w->root) != 0)
+		return -EOPNOTSUPP;
+	ml = strlen(mp);
+	r = cgroup_walk_tree_begin("memory", "/", 0, &handle, &info, &base);
+	while (r == 0) {
+		if (info.type == CGROUP_FILE_TYPE_DIR && strncmp(info.full_path, mp, ml) == 0) {
+			char rel[PATH_MAX];
+			const char *s = info.full_path + ml;
+			size_t n;
+
+			while (*s == '/')
+				s++;
+			snprintf(rel, sizeof(rel), "%s", s);
+			n = strlen(rel);
+			while (n > 0 && rel[n - 1] == '/')
+				rel[--n] = 0;
+			if (track(w, rel, false) == -ENOMEM) {
+				cgroup_walk_tree_end(&handle);
+				return -ENOMEM;
+			}
+		}
+		r = cgroup_walk_tree_next(0, &handle, &info, base);
+	}
+	if (handle)
+		cgroup_walk_tree_end(&handle);
+	return r == ECGEOF ? 0 : -EIO;
+}
+
+struct sweep {
+	struct wbg_cgroup **v;
+	size_t n, cap;
+	uint64_t gen;
+};
+
+static void collect_unseen(struct wbg_cgroup *c, void *userdata)
+{
+	struct sweep *s = userdata;
+
+	if (c->seen == s->gen)
+		return;
+	if (s->n == s->cap) {
+		struct wbg_cgroup **v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v));
+
+		if (!v)
+			return;
+		s->v = v;
+	}
+	s->v[s->n++] = c;
+}
+
+int watch_rescan(struct wbg_watch *w)
+{
+	struct sweep s = { 0 };
+	int r;
+
+	w->generation++;
+	w->rescans++;
+	w->rescan_needed = false;
+	r = walk_libcgroup(w);
+	if (r < 0)
+		r = track(w, "", true);
+	if (r == -ENOMEM)
+		return log_oom();
+	/* Whatever was not found again is gone, and its removal event lost. */
+	s.gen = w->generation;
+	registry_foreach(w->reg, collect_unseen, &s);
+	for (size_t i = 0; i < s.n; i++) {
+		w->rescan_removals++;
+		removed(w, s.v[i], true);
+	}
+	free(s.v);
+	return 0;
+}
+
+static void dispatch(struct wbg_watch *w, const struct inotify_event *e)
+{
+	struct wbg_cgroup *c;
+	bool is_events;
+
+	if (e->mask & IN_Q_OVERFLOW) {
+		w->overflows++;
+		w->rescan_needed = true;
+		return;
+	}
+	c = registry_find_wd(w->reg, e->wd, &is_events);
+	if (!c)
+		return;
+	if (is_events) {
+		bool pop;
+
+		if (e->mask & IN_IGNORED) {
+			registry_set_wd(w->reg, c, true, -1);
+			return;
+		}
+		pop = read_populated(w, c);
+		if (pop != c->populated) {
+			c->populated = pop;
+			if (w->ops->populated)
+				w->ops->populated(w, c, pop);
+		}
+		return;
+	}
+	if (e->mask & (IN_DELETE_SELF | IN_IGNORED)) {
+		registry_set_wd(w->reg, c, false, -1);
+		if (!*c->path)
+			return;
+		removed(w, c, false);
+		return;
+	}
+	if (e->len && (e->mask & IN_ISDIR)) {
+		char child[PATH_MAX];
+
+		join(child, sizeof(child), c->path, e->name);
+		if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
+			if (track(w, child, true) == -ENOMEM)
+				log_oom();
+		} else if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
+			struct wbg_cgroup *gone = registry_find_path(w->reg, child);
+
+			if (gone)
+				removed(w, gone, false);
+		}
+	}
+}
+
+int watch_process(struct wbg_watch *w)
+{
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	for (;;) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return log_error_errno(errno, "Reading inotify events");
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+
+			dispatch(w, e);
+			p += sizeof(*e) + e->len;
+		}
+	}
+	if (w->rescan_needed) {
+		log_notice("Rescanning cgroupfs (%s)", w->overflows ? "inotify queue overflowed" : "watch limit");
+		return watch_rescan(w);
+	}
+	return 0;
+}

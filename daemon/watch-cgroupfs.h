@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Watching cgroupfs with inotify: new and removed cgroup directories
+ * (recursively) and each tracked cgroup's cgroup.events for the populated
+ * 1 -> 0 change, the last moment before a runtime or systemd removes it.
+ * A lost event (IN_Q_OVERFLOW) or a watch we could not add (the watch limit)
+ * is answered by a rescan that reports what vanished, never by silence.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+struct wbg_watch;
+
+struct wbg_watch_ops {
+	void (*tracked)(struct wbg_watch *w, struct wbg_cgroup *c);
+	void (*populated)(struct wbg_watch *w, struct wbg_cgroup *c, bool populated);
+	/* c is removed from the registry right after this returns */
+	void (*removed)(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan);
+};
+
+struct wbg_watch {
+	int fd;
+	char *root;
+	char **roots; /* subtrees in scope; none = everything */
+	unsigned n_roots;
+	struct wbg_registry *reg;
+	const struct wbg_watch_ops *ops;
+	void *userdata;
+	uint64_t generation;
+	/* counters */
+	uint64_t overflows, watch_failures, rescans, rescan_removals;
+	bool rescan_needed;
+};
+
+int watch_init(struct wbg_watch *w, const char *root, char *const *roots, unsigned n_roots, struct wbg_registry *reg,
+	       const struct wbg_watch_ops *ops, void *userdata);
+void watch_done(struct wbg_watch *w);
+/* Walks the tree under the root (libcgroup where it knows the mount) and
+ * tracks every cgroup in scope, reporting those that vanished since. */
+int watch_rescan(struct wbg_watch *w);
+/* Reads and dispatches pending inotify events. */
+int watch_process(struct wbg_watch *w);
+/* Whether the path is in one of the configured subtrees (or an ancestor
+ * of one, which must be watched so the subtree's creation is seen). */
+bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ancestor_only);
