@@ -80,6 +80,7 @@ struct wbg_handover {
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup, t_verified;
 	bool removed_before_flushed; /* rmdir came while the flush was running */
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
+	bool replanned;              /* flushed again at populated 0 after a stop job */
 	int verify;                  /* -1 not possible here, 0 dying wb still dirty, 1 clean */
 };
 

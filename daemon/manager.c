@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "watch-systemd.h"
 #include "wbstats.h"
 
 /* How long after the scratch cycle the kernel's cleanup work has run. */
@@ -183,6 +184,15 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	int r;
 
 	if (h) {
+		if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
+			/* The stop job's flush ran while the processes were still
+			 * writing: once more for what they wrote since. */
+			h->replanned = true;
+			if (handover_plan(c->id, &m->cfg, &m->mounts, m->bpf, &plan) >= 0)
+				(void)submit_plan(m, h, &plan);
+			plan_free(&plan);
+			return;
+		}
 		if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 			h->t_removed = now_usec(m);
 			c->handover = NULL; /* the cgroup entry goes away now */
@@ -265,6 +275,20 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	}
 	(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
 					 m->cfg.timeout_usec, 0, on_timeout, h);
+}
+
+void manager_stop_hint(struct manager *m, const char *cgroup_path)
+{
+	struct wbg_cgroup *c;
+
+	while (*cgroup_path == '/')
+		cgroup_path++;
+	c = registry_find_path(&m->reg, cgroup_path);
+	if (!c || !c->in_scope || c->removed) {
+		log_debug("Stop of %s: not a tracked cgroup", cgroup_path);
+		return;
+	}
+	handover_event(m, c, WBG_TRIGGER_STOP_JOB);
 }
 
 static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
@@ -474,6 +498,7 @@ int manager_start(struct manager *m)
 	r = watch_rescan(&m->watch);
 	if (r < 0)
 		return r;
+	(void)watch_systemd_start(m);
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
 	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
@@ -498,6 +523,7 @@ struct manager *manager_free(struct manager *m)
 	if (!m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
+	watch_systemd_stop(m);
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);
 	sd_event_source_disable_unref(m->mountinfo_source);

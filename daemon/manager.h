@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "conf.h"
@@ -34,6 +35,9 @@ struct manager {
 	bool mitigating;
 
 	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
+	sd_bus *bus; /* system bus, NULL while there is none */
+	sd_event_source *bus_reconnect_source;
+	uint64_t bus_backoff_usec;
 	int mountinfo_fd;
 
 	void *active; /* tsearch tree of in-flight handovers, by id */
@@ -44,9 +48,13 @@ struct manager {
 	/* counters, exported later as metrics */
 	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty;
+	uint64_t systemd_stop_jobs, systemd_units_removed, bus_disconnects;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
 struct manager *manager_free(struct manager *m);
 int manager_start(struct manager *m);
 int manager_run(struct manager *m);
+/* systemd says the unit whose cgroup is this ("/system.slice/x.service") is
+ * being stopped. */
+void manager_stop_hint(struct manager *m, const char *cgroup_path);

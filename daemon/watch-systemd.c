@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "watch-systemd.h"
+
+#define SD_DEST "org.freedesktop.systemd1"
+#define SD_PATH "/org/freedesktop/systemd1"
+#define SD_MANAGER "org.freedesktop.systemd1.Manager"
+#define RECONNECT_MIN_USEC (1000 * 1000)
+#define RECONNECT_MAX_USEC (30 * 1000 * 1000)
+
+static int connect_bus(struct manager *m);
+
+/* The interface holding ControlGroup, by unit type. */
+static const char *cgroup_iface(const char *unit)
+{
+	const char *dot = strrchr(unit, '.');
+
+	if (!dot)
+		return NULL;
+	if (strcmp(dot, ".service") == 0)
+		return "org.freedesktop.systemd1.Service";
+	if (strcmp(dot, ".scope") == 0)
+		return "org.freedesktop.systemd1.Scope";
+	if (strcmp(dot, ".slice") == 0)
+		return "org.freedesktop.systemd1.Slice";
+	return NULL; /* sockets, mounts...: no cgroup of interest */
+}
+
+static int on_control_group(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	const char *cg;
+
+	if (sd_bus_message_is_method_error(reply, NULL))
+		return 0; /* the unit vanished meanwhile: normal */
+	if (sd_bus_message_read(reply, "v", "s", &cg) < 0 || !*cg)
+		return 0;
+	manager_stop_hint(m, cg);
+	return 0;
+}
+
+static void query_control_group(struct manager *m, const char *unit_path, const char *unit)
+{
+	const char *iface = cgroup_iface(unit);
+	int r;
+
+	if (!iface)
+		return;
+	r = sd_bus_call_method_async(m->bus, NULL, SD_DEST, unit_path, "org.freedesktop.DBus.Properties", "Get",
+				     on_control_group, m, "ss", iface, "ControlGroup");
+	if (r < 0)
+		log_debug_errno(r, "Cannot ask for %s's ControlGroup", unit);
+}
+
+/* Properties of a new job: a stop job is what we look for. */
+static int on_job_props(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	const char *type = NULL, *unit = NULL, *unit_path = NULL;
+	int r;
+
+	if (sd_bus_message_is_method_error(reply, NULL))
+		return 0; /* the job finished already */
+	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+	if (r < 0)
+		return 0;
+	while (sd_bus_message_enter_container(reply, 'e', "sv") > 0) {
+		const char *name;
+
+		if (sd_bus_message_read(reply, "s", &name) < 0)
+			break;
+		if (strcmp(name, "JobType") == 0)
+			r = sd_bus_message_read(reply, "v", "s", &type);
+		else if (strcmp(name, "Unit") == 0)
+			r = sd_bus_message_read(reply, "v", "(so)", &unit, &unit_path);
+		else
+			r = sd_bus_message_skip(reply, "v");
+		if (r < 0 || sd_bus_message_exit_container(reply) < 0)
+			break;
+	}
+	if (type && unit && unit_path && strcmp(type, "stop") == 0) {
+		m->systemd_stop_jobs++;
+		query_control_group(m, unit_path, unit);
+	}
+	return 0;
+}
+
+static int on_job_new(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	const char *job, *unit;
+	uint32_t id;
+	int r;
+
+	if (sd_bus_message_read(msg, "uos", &id, &job, &unit) < 0 || !cgroup_iface(unit))
+		return 0;
+	r = sd_bus_call_method_async(m->bus, NULL, SD_DEST, job, "org.freedesktop.DBus.Properties", "GetAll",
+				     on_job_props, m, "s", "org.freedesktop.systemd1.Job");
+	if (r < 0)
+		log_debug_errno(r, "Cannot ask for job %s", job);
+	return 0;
+}
+
+/* ActiveState "deactivating" on a unit: same meaning as a stop job, and
+ * also seen for stops that need no job (a scope whose processes exit). */
+static int on_unit_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	_cleanup_free_ char *unit = NULL;
+	const char *iface, *path = sd_bus_message_get_path(msg), *state = NULL;
+
+	if (sd_bus_message_read(msg, "s", &iface) < 0 || strcmp(iface, "org.freedesktop.systemd1.Unit") != 0)
+		return 0;
+	if (sd_bus_message_enter_container(msg, 'a', "{sv}") < 0)
+		return 0;
+	while (sd_bus_message_enter_container(msg, 'e', "sv") > 0) {
+		const char *name;
+		int r;
+
+		if (sd_bus_message_read(msg, "s", &name) < 0)
+			break;
+		if (strcmp(name, "ActiveState") == 0)
+			r = sd_bus_message_read(msg, "v", "s", &state);
+		else
+			r = sd_bus_message_skip(msg, "v");
+		if (r < 0 || sd_bus_message_exit_container(msg) < 0)
+			break;
+	}
+	if (!state || strcmp(state, "deactivating") != 0 || !path)
+		return 0;
+	if (sd_bus_path_decode(path, SD_PATH "/unit", &unit) <= 0)
+		return 0;
+	query_control_group(m, path, unit);
+	return 0;
+}
+
+static int on_unit_removed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+
+	m->systemd_units_removed++;
+	return 0;
+}
+
+static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	m->bus_reconnect_source = sd_event_source_disable_unref(m->bus_reconnect_source);
+	if (connect_bus(m) < 0) {
+		m->bus_backoff_usec = m->bus_backoff_usec * 2 > RECONNECT_MAX_USEC ? RECONNECT_MAX_USEC
+										   : m->bus_backoff_usec * 2;
+		(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC,
+						 m->bus_backoff_usec, 0, on_reconnect, m);
+	}
+	return 0;
+}
+
+static void schedule_reconnect(struct manager *m)
+{
+	if (m->bus_reconnect_source)
+		return;
+	if (!m->bus_backoff_usec)
+		m->bus_backoff_usec = RECONNECT_MIN_USEC;
+	(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC, m->bus_backoff_usec, 0,
+					 on_reconnect, m);
+}
+
+static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+
+	log_notice("System bus connection lost; watching cgroupfs alone until it is back");
+	m->bus_disconnects++;
+	m->bus = sd_bus_flush_close_unref(m->bus);
+	schedule_reconnect(m);
+	return 0;
+}
+
+/* systemd restarted (daemon-reexec, or a new PID 1 bus name owner):
+ * subscribe again, or it sends us no JobNew. */
+static int on_systemd_owner(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	const char *name, *old, *new;
+
+	if (sd_bus_message_read(msg, "sss", &name, &old, &new) < 0 || !*new)
+		return 0;
+	(void)sd_bus_call_method_async(m->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "Subscribe", NULL, NULL, "");
+	return 0;
+}
+
+static int connect_bus(struct manager *m)
+{
+	sd_bus *bus = NULL;
+	int r;
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0)
+		return log_debug_errno(r, "No system bus");
+	r = sd_bus_attach_event(bus, m->event, 0);
+	if (r >= 0)
+		r = sd_bus_match_signal_async(bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "JobNew", on_job_new, NULL, m);
+	if (r >= 0)
+		r = sd_bus_match_signal_async(bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "UnitRemoved", on_unit_removed,
+					      NULL, m);
+	if (r >= 0)
+		r = sd_bus_add_match_async(bus, NULL,
+					   "type='signal',sender='" SD_DEST "',interface='org.freedesktop.DBus.Properties',"
+					   "member='PropertiesChanged',arg0='org.freedesktop.systemd1.Unit'",
+					   on_unit_changed, NULL, m);
+	if (r >= 0)
+		r = sd_bus_match_signal_async(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+					      "org.freedesktop.DBus", "NameOwnerChanged", on_systemd_owner, NULL, m);
+	if (r >= 0)
+		r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
+					"org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m);
+	if (r >= 0)
+		r = sd_bus_call_method_async(bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "Subscribe", NULL, NULL, "");
+	if (r < 0) {
+		sd_bus_flush_close_unref(bus);
+		return log_debug_errno(r, "Cannot subscribe to systemd");
+	}
+	m->bus = bus;
+	m->bus_backoff_usec = 0;
+	log_info("Subscribed to systemd on the system bus");
+	return 0;
+}
+
+int watch_systemd_start(struct manager *m)
+{
+	int r = connect_bus(m);
+
+	if (r < 0) {
+		log_info("No system bus (%s); watching cgroupfs alone, will retry", strerror(-r));
+		schedule_reconnect(m);
+	}
+	return 0;
+}
+
+void watch_systemd_stop(struct manager *m)
+{
+	m->bus_reconnect_source = sd_event_source_disable_unref(m->bus_reconnect_source);
+	m->bus = sd_bus_flush_close_unref(m->bus);
+}

@@ -1,0 +1,43 @@
+# vm: --kernel stock --disks ext4,xfs
+# wbguardd on the stock 6.12 kernel: a cgroup dirties files on ext4 and exits;
+# wbguardd flushes at populated 1 -> 0 (before rmdir), only the filesystem
+# that cgroup wrote, re-runs the kernel's offline-wb cleanup after rmdir, and
+# wb_stats then shows no dirty dying wb. A second cgroup removed at once
+# (flush still running at rmdir) is handled the same way.
+. "$WBG_TOP/tests/vm/lib.sh"
+daemon_start "$WBG_BUILD"
+check "wbguardd starts and watches the tree" test $? = 0
+grep -q 'BPF on' /wbg-out/wbguardd.log
+check "BPF programs loaded" test $? = 0
+cg=/sys/fs/cgroup/t
+mkdir $cg && echo +memory >$cg/cgroup.subtree_control && mkdir $cg/a $cg/b
+# a: writes 24 MiB to 8 files and exits; removed 1 s later.
+sh -c "echo \$\$ > $cg/a/cgroup.procs; for i in 1 2 3 4 5 6 7 8; do dd if=/dev/zero of=/mnt/ext4/a\$i bs=1M count=3 status=none; done"
+grep file_dirty $cg/a/memory.stat | sed 's/^/# a: /'
+sleep 1
+rmdir $cg/a
+# b: same, removed right away (the flush is still running at rmdir).
+sh -c "echo \$\$ > $cg/b/cgroup.procs; for i in 1 2 3 4 5 6 7 8; do dd if=/dev/zero of=/mnt/ext4/b\$i bs=1M count=3 status=none; done"
+rmdir $cg/b
+sleep 3
+daemon_stop
+check "wbguardd exits 0 on SIGTERM" test "$DAEMON_RC" = 0
+R=/wbg-out/handovers.jsonl
+sed 's/^/# /' $R
+ha=$(grep '"cgroup":"t/a"' $R)
+hb=$(grep '"cgroup":"t/b"' $R)
+field() { echo "$1" | jq -r ".$2 // empty"; }
+check "a: handover recorded" test -n "$ha"
+check "a: triggered by populated 1 -> 0" test "$(field "$ha" trigger)" = populated-0
+check "a: outcome flushed" test "$(field "$ha" outcome)" = flushed
+check "a: dirty bytes seen at the trigger" test "$(field "$ha" dirty_bytes)" -gt 0
+check "a: planned from BPF" test "$(field "$ha" plan)" = bpf
+check "a: one filesystem target (ext4 only, xfs untouched)" test "$(($(field "$ha" fs_targets) + $(field "$ha" inode_targets)))" = 1
+check "a: flushed before rmdir" test "$(field "$ha" flushed_before_rmdir)" = true
+check "a: offline-wb cleanup re-run" test "$(field "$ha" cleanup_rerun)" = true
+check "a: wb_stats shows no dirty dying wb" test "$(field "$ha" dying_wb_clean)" = true
+check "b: outcome flushed" test "$(field "$hb" outcome)" = flushed
+check "b: offline-wb cleanup re-run" test "$(field "$hb" cleanup_rerun)" = true
+check "b: wb_stats shows no dirty dying wb" test "$(field "$hb" dying_wb_clean)" = true
+check "no scratch cgroup left behind" test ! -e /sys/fs/cgroup/wbguard.scratch
+rmdir $cg
