@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -174,6 +175,22 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 	return 0;
 }
 
+static bool has_children(struct manager *m, const struct wbg_cgroup *c)
+{
+	char p[PATH_MAX];
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+
+	snprintf(p, sizeof(p), "%s/%s", m->cfg.cgroup_root, c->path);
+	d = opendir(p);
+	if (!d)
+		return false;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.')
+			return true;
+	return false;
+}
+
 /* Starts a handover, or moves an existing one on (populated 0, then the
  * directory gone). */
 static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_trigger trigger)
@@ -220,6 +237,15 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	else
 		c->handover = h;
 
+	/* A parent (a pod slice, a delegated service) is emptied when its
+	 * children are: they have handovers of their own. */
+	if (!h->t_removed && has_children(m, c)) {
+		h->outcome = WBG_OUTCOME_CHILDREN;
+		h->reason = "its child cgroups have handovers of their own";
+		c->handover = NULL;
+		retire(m, h);
+		return;
+	}
 	if (!m->mitigating) {
 		h->outcome = WBG_OUTCOME_DISABLED;
 		h->reason = "mitigation off";
@@ -492,6 +518,11 @@ int manager_start(struct manager *m)
 	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
 	if (r < 0)
 		return r;
+	if (m->scratch.path) {
+		m->watch.exclude = strdup(m->scratch.path);
+		if (!m->watch.exclude)
+			return log_oom();
+	}
 	r = sd_event_add_io(m->event, &m->inotify_source, m->watch.fd, EPOLLIN, on_inotify, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch inotify");

@@ -51,6 +51,7 @@ void watch_done(struct wbg_watch *w)
 		free(w->roots[i]);
 	free(w->roots);
 	free(w->root);
+	free(w->exclude);
 	*w = (struct wbg_watch){ .fd = -EBADF };
 }
 
@@ -59,6 +60,12 @@ bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ances
 	size_t pl = strlen(path);
 
 	*ret_ancestor_only = false;
+	if (w->exclude) {
+		size_t el = strlen(w->exclude);
+
+		if (strncmp(path, w->exclude, el) == 0 && (path[el] == 0 || path[el] == '/'))
+			return false;
+	}
 	if (w->n_roots == 0)
 		return true;
 	for (unsigned i = 0; i < w->n_roots; i++) {

@@ -27,6 +27,7 @@ struct wbg_watch {
 	char *root;
 	char **roots; /* subtrees in scope; none = everything */
 	unsigned n_roots;
+	char *exclude; /* our own scratch cgroup: its churn is ours, not news */
 	struct wbg_registry *reg;
 	const struct wbg_watch_ops *ops;
 	void *userdata;
