@@ -15,6 +15,7 @@
 
 struct wbg_bpf {
 	struct wbguard_bpf *skel;
+	unsigned groups; /* what loaded */
 };
 
 /* libbpf's own messages go through our log at debug level (warnings at
@@ -56,24 +57,23 @@ static unsigned program_group(const char *name)
 	return strncmp(name, "wbid_", 5) == 0 ? WBG_BPF_WBID : WBG_BPF_DIRTIED;
 }
 
-int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
+/* One attempt with the given program groups. */
+static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *b = NULL;
 	struct btf *vmlinux;
 	struct bpf_program *p;
 	int r;
 
-	libbpf_set_print(libbpf_print);
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return log_oom();
+		return -ENOMEM;
 	b->skel = wbguard_bpf__open();
 	if (!b->skel)
-		return log_error_errno(errno, "Failed to open BPF skeleton");
-
+		return -errno;
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
-		return log_error_errno(errno, "Kernel BTF (/sys/kernel/btf/vmlinux) not available");
+		return -errno;
 	bpf_object__for_each_program(p, b->skel->obj) {
 		const char *sec = bpf_program__section_name(p);
 
@@ -87,16 +87,52 @@ int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf
 	}
 	btf__free(vmlinux);
 	b->skel->rodata->max_inodes_per_cgroup = max_inodes_per_cgroup;
-
 	r = wbguard_bpf__load(b->skel);
 	if (r < 0)
-		return log_error_errno(r, "Failed to load BPF programs");
+		return r;
 	r = wbguard_bpf__attach(b->skel);
 	if (r < 0)
-		return log_error_errno(r, "Failed to attach BPF programs");
-
+		return r;
+	b->groups = groups;
 	*ret = TAKE_PTR(b);
 	return 0;
+}
+
+int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
+{
+	unsigned ok = 0;
+	int r;
+
+	libbpf_set_print(libbpf_print);
+	r = try_open(groups, max_inodes_per_cgroup, ret);
+	if (r >= 0)
+		return 0;
+	/* One program the kernel refuses must not cost the others: find the
+	 * groups that load on their own and run with those. */
+	for (unsigned g = 1; g & WBG_BPF_ALL; g <<= 1) {
+		struct wbg_bpf *b = NULL;
+
+		if (!(groups & g))
+			continue;
+		if (try_open(g, max_inodes_per_cgroup, &b) >= 0)
+			ok |= g;
+		else
+			log_warning("BPF program group '%s' does not load on this kernel", wbg_bpf_group_name(g));
+		wbg_bpf_free(b);
+	}
+	if (!ok)
+		return log_error_errno(r, "Failed to load BPF programs");
+	return try_open(ok, max_inodes_per_cgroup, ret);
+}
+
+unsigned wbg_bpf_groups(const struct wbg_bpf *b)
+{
+	return b ? b->groups : 0;
+}
+
+const char *wbg_bpf_group_name(unsigned g)
+{
+	return g == WBG_BPF_WBID ? "cgroup_writeback_by_id results" : g == WBG_BPF_DIRTIED ? "dirtied by cgroup" : "?";
 }
 
 struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b)

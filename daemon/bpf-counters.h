@@ -19,6 +19,9 @@ struct wbg_bpf;
 #define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED)
 
 int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
+/* The groups that did load (a subset of those asked for). */
+unsigned wbg_bpf_groups(const struct wbg_bpf *b);
+const char *wbg_bpf_group_name(unsigned group);
 struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b);
 static inline void wbg_bpf_freep(struct wbg_bpf **b)
 {

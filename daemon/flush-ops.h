@@ -3,10 +3,10 @@
  * The writeback operations, each blocking: run them on worker threads only.
  *  - syncfs passes on a filesystem (reaches dying wbs: sync_inodes_sb walks
  *    bdi->wb_list, which still holds killed wbs);
- *  - fsync of single inodes opened by file handle, for when only a removed
- *    cgroup's inodes should be written and neighbours' should not (fsync
- *    also writes the inode itself, clearing I_DIRTY_SYNC, which keeps the
- *    kernel's offline-wb cleanup from skipping the wb);
+ *  - fsync of single inodes opened by file handle, which writes just a
+ *    removed cgroup's data. It does not leave the dying wb clean by itself:
+ *    the inodes stay on its b_dirty list (I_DIRTY_PAGES / I_DIRTY_SYNC)
+ *    until the flusher visits them, so a syncfs pass still follows;
  *  - write-out of a block device's own page cache (metadata of ext4 and
  *    other buffer_head filesystems), without touching file data.
  */

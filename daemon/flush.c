@@ -127,7 +127,13 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 				/* handles refused: the whole filesystem instead */
 				j->fell_back = true;
 				j->result = flush_syncfs(fd, j->passes);
-			}
+			} else
+				/* fsync writes the pages but leaves the inodes
+				 * I_DIRTY_PAGES/I_DIRTY_SYNC on the dying wb's b_dirty
+				 * until the flusher visits them (seen on ext4 and xfs),
+				 * and the kernel's offline cleanup skips a wb with
+				 * dirty IO: one syncfs pass visits them. */
+				j->result = flush_syncfs(fd, 1);
 		} else
 			j->result = flush_syncfs(fd, j->passes);
 	}

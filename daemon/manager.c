@@ -64,9 +64,9 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	o = handover_to_json(h);
 	log_full_errno(h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO,
 		       0, "handover %" PRIu64 " %s: %s", h->id, h->path,
-		       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	if (m->records) {
-		fprintf(m->records, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		fprintf(m->records, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		fflush(m->records);
 		m->records_written++;
 	}
@@ -191,6 +191,12 @@ static bool has_children(struct manager *m, const struct wbg_cgroup *c)
 	return false;
 }
 
+/* The BPF object, if it knows what each cgroup dirtied. */
+static const struct wbg_bpf *dirtied_bpf(const struct manager *m)
+{
+	return wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED ? m->bpf : NULL;
+}
+
 /* Starts a handover, or moves an existing one on (populated 0, then the
  * directory gone). */
 static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_trigger trigger)
@@ -205,7 +211,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			/* The stop job's flush ran while the processes were still
 			 * writing: once more for what they wrote since. */
 			h->replanned = true;
-			if (handover_plan(c->id, &m->cfg, &m->mounts, m->bpf, &plan) >= 0)
+			if (handover_plan(c->id, &m->cfg, &m->mounts, dirtied_bpf(m), &plan) >= 0)
 				(void)submit_plan(m, h, &plan);
 			plan_free(&plan);
 			return;
@@ -272,7 +278,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
 
-	r = handover_plan(c->id, &m->cfg, &m->mounts, m->bpf, &plan);
+	r = handover_plan(c->id, &m->cfg, &m->mounts, dirtied_bpf(m), &plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
@@ -343,7 +349,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	struct manager *m = w->userdata;
 
 	handover_event(m, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
-	if (m->bpf)
+	if (dirtied_bpf(m))
 		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
 }
 

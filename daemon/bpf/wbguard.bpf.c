@@ -168,10 +168,13 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 {
-	struct inode *inode = BPF_CORE_READ(mapping, host);
 	__u64 cgid = bpf_get_current_cgroup_id();
+	struct inode *inode;
 	__u32 mode, dev;
 
+	if (!mapping) /* the verifier knows the argument may be NULL */
+		return 0;
+	inode = BPF_CORE_READ(mapping, host);
 	if (!inode)
 		return 0;
 	mode = BPF_CORE_READ(inode, i_mode);
