@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 
@@ -149,6 +150,9 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 	for (size_t i = 0; i < plan->n; i++) {
 		struct wbg_plan_target *t = &plan->t[i];
 		struct flush_job *j = flush_job_new(t->dev, t->kind, t->fstype, t->mount);
+
+		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
+			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
 
 		if (!j)
 			return log_oom();
@@ -321,6 +325,50 @@ void manager_stop_hint(struct manager *m, const char *cgroup_path)
 		return;
 	}
 	handover_event(m, c, WBG_TRIGGER_STOP_JOB);
+}
+
+struct unit_lookup {
+	const char *unit;
+	struct wbg_cgroup *found;
+};
+
+static void match_unit(struct wbg_cgroup *c, void *userdata)
+{
+	struct unit_lookup *l = userdata;
+
+	/* The system manager's units over a user manager's of the same name:
+	 * the shorter path. */
+	if (c->in_scope && !c->removed && strcmp(c->ident.unit, l->unit) == 0 &&
+	    (!l->found || strlen(c->path) < strlen(l->found->path)))
+		l->found = c;
+}
+
+static struct wbg_cgroup *find_unit(struct manager *m, const char *unit)
+{
+	struct unit_lookup l = { .unit = unit };
+
+	registry_foreach(&m->reg, match_unit, &l);
+	return l.found;
+}
+
+void manager_job_hint(struct manager *m, const char *unit)
+{
+	struct wbg_cgroup *c = find_unit(m, unit);
+
+	if (!c || !c->populated || c->handover)
+		return;
+	handover_event(m, c, WBG_TRIGGER_STOP_JOB);
+}
+
+void manager_job_type(struct manager *m, const char *unit, const char *type)
+{
+	struct wbg_cgroup *c = find_unit(m, unit);
+
+	/* Only a stop (or restart) empties the cgroup; for other jobs the
+	 * early flush was harmless and the record says what it was for. */
+	if (c && c->handover && c->handover->trigger == WBG_TRIGGER_STOP_JOB && strcmp(type, "stop") != 0 &&
+	    strcmp(type, "restart") != 0)
+		c->handover->reason = strcmp(type, "reload") == 0 ? "job was a reload" : "job was not a stop";
 }
 
 static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)

@@ -58,3 +58,7 @@ int manager_run(struct manager *m);
 /* systemd says the unit whose cgroup is this ("/system.slice/x.service") is
  * being stopped. */
 void manager_stop_hint(struct manager *m, const char *cgroup_path);
+/* systemd queued a job for this unit (type not known yet). */
+void manager_job_hint(struct manager *m, const char *unit);
+/* ... and its type, once known. */
+void manager_job_type(struct manager *m, const char *unit, const char *type);

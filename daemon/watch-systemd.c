@@ -9,6 +9,11 @@
 #include "manager.h"
 #include "watch-systemd.h"
 
+static const char *strna(const char *s)
+{
+	return s ? s : "n/a";
+}
+
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
@@ -38,10 +43,13 @@ static int on_control_group(sd_bus_message *reply, void *userdata, sd_bus_error 
 	struct manager *m = userdata;
 	const char *cg;
 
-	if (sd_bus_message_is_method_error(reply, NULL))
+	if (sd_bus_message_is_method_error(reply, NULL)) {
+		log_debug("systemd: no ControlGroup: %s", sd_bus_message_get_error(reply)->message);
 		return 0; /* the unit vanished meanwhile: normal */
+	}
 	if (sd_bus_message_read(reply, "v", "s", &cg) < 0 || !*cg)
 		return 0;
+	log_debug("systemd: stopping %s", cg);
 	manager_stop_hint(m, cg);
 	return 0;
 }
@@ -66,8 +74,10 @@ static int on_job_props(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 	const char *type = NULL, *unit = NULL, *unit_path = NULL;
 	int r;
 
-	if (sd_bus_message_is_method_error(reply, NULL))
+	if (sd_bus_message_is_method_error(reply, NULL)) {
+		log_debug("systemd: job gone before we asked: %s", sd_bus_message_get_error(reply)->message);
 		return 0; /* the job finished already */
+	}
 	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
 	if (r < 0)
 		return 0;
@@ -85,10 +95,11 @@ static int on_job_props(sd_bus_message *reply, void *userdata, sd_bus_error *ret
 		if (r < 0 || sd_bus_message_exit_container(reply) < 0)
 			break;
 	}
-	if (type && unit && unit_path && strcmp(type, "stop") == 0) {
+	log_debug("systemd: job type %s unit %s", strna(type), strna(unit));
+	if (type && unit && strcmp(type, "stop") == 0)
 		m->systemd_stop_jobs++;
-		query_control_group(m, unit_path, unit);
-	}
+	if (type && unit)
+		manager_job_type(m, unit, type);
 	return 0;
 }
 
@@ -101,6 +112,11 @@ static int on_job_new(sd_bus_message *msg, void *userdata, sd_bus_error *ret_err
 
 	if (sd_bus_message_read(msg, "uos", &id, &job, &unit) < 0 || !cgroup_iface(unit))
 		return 0;
+	log_debug("systemd: job %u for %s", id, unit);
+	/* The job runs in systemd's next loop iteration; asking for its type
+	 * first would lose the race against the kill. A job for a unit whose
+	 * cgroup is populated starts the flush now; its type comes later. */
+	manager_job_hint(m, unit);
 	r = sd_bus_call_method_async(m->bus, NULL, SD_DEST, job, "org.freedesktop.DBus.Properties", "GetAll",
 				     on_job_props, m, "s", "org.freedesktop.systemd1.Job");
 	if (r < 0)
