@@ -214,10 +214,14 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
 			/* The stop job's flush ran while the processes were still
 			 * writing: once more for what they wrote since. */
+			unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
+
 			h->replanned = true;
 			if (handover_plan(c->id, &m->cfg, &m->mounts, dirtied_bpf(m), &plan) >= 0)
 				(void)submit_plan(m, h, &plan);
 			plan_free(&plan);
+			/* the same targets again: counted once */
+			h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
 			return;
 		}
 		if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {

@@ -107,8 +107,15 @@ static int add_watches(struct wbg_watch *w, struct wbg_cgroup *c)
 		return 0; /* the root has no cgroup.events; ancestors need none */
 	strncat(p, "/cgroup.events", sizeof(p) - strlen(p) - 1);
 	wd = inotify_add_watch(w->fd, p, EVENTS_MASK);
-	if (wd < 0)
-		return -errno;
+	if (wd < 0) {
+		struct stat st;
+
+		r = -errno;
+		join(p, sizeof(p), w->root, c->path);
+		if (r == -ENOENT && stat(p, &st) == 0)
+			return 0; /* a directory that is no cgroup: nothing to watch in it */
+		return r;
+	}
 	return registry_set_wd(w->reg, c, true, wd);
 }
 
