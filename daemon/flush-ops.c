@@ -90,21 +90,21 @@ int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v
 	return 0;
 }
 
-int flush_bdev(const char *dev_dir, unsigned major, unsigned minor)
+int flush_bdev(const char *node, dev_t dev)
 {
 	_cleanup_close_ int fd = -EBADF;
-	char p[PATH_MAX];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/%u:%u", dev_dir, major, minor);
+	if (!node || !*node)
+		return -ENODEV;
 	/* O_PATH would not do: sync_file_range needs a real open. Opening
 	 * read-only neither claims nor locks the device. */
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open(node, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISBLK(st.st_mode) || st.st_rdev != makedev(major, minor))
+	if (!S_ISBLK(st.st_mode) || st.st_rdev != dev)
 		return -ENODEV;
 	if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
 		return -errno;

@@ -36,6 +36,6 @@ int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct f
 int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n,
 		 struct wbg_flush_stats *st);
 
-/* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node; dev_dir is
- * where block device nodes are found by number ("/dev/block" with udev). */
-int flush_bdev(const char *dev_dir, unsigned major, unsigned minor);
+/* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node, which must be
+ * the block device dev (checked after opening). */
+int flush_bdev(const char *node, dev_t dev);

@@ -33,7 +33,7 @@ struct flush_pool {
 	size_t n_slots;
 	int efd;
 	bool stop;
-	char *dev_dir, *sysfs_dev_block;
+	char *sysfs_dev_block;
 };
 
 static uint64_t now_usec(void)
@@ -115,7 +115,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 
 	j->started_usec = now_usec();
 	if (j->kind == FLUSH_BDEV)
-		j->result = flush_bdev(p->dev_dir, major(j->dev), minor(j->dev));
+		j->result = flush_bdev(j->mount, j->dev); /* the node, for a block device */
 	else {
 		_cleanup_close_ int fd = open(j->mount, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -220,7 +220,7 @@ static void *worker(void *userdata)
 	return NULL;
 }
 
-int flush_pool_new(unsigned threads, const char *dev_dir, const char *sysfs_dev_block, struct flush_pool **ret)
+int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_pool **ret)
 {
 	struct flush_pool *p = calloc(1, sizeof(*p));
 	int r;
@@ -230,10 +230,9 @@ int flush_pool_new(unsigned threads, const char *dev_dir, const char *sysfs_dev_
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	p->dev_dir = strdup(dev_dir);
 	p->sysfs_dev_block = strdup(sysfs_dev_block);
 	p->threads = calloc(threads, sizeof(pthread_t));
-	if (p->efd < 0 || !p->dev_dir || !p->sysfs_dev_block || !p->threads) {
+	if (p->efd < 0 || !p->sysfs_dev_block || !p->threads) {
 		r = p->efd < 0 ? -errno : -ENOMEM;
 		flush_pool_free(p);
 		return r;
@@ -285,7 +284,6 @@ void flush_pool_free(struct flush_pool *p)
 		close(p->efd);
 	free(p->slots);
 	free(p->threads);
-	free(p->dev_dir);
 	free(p->sysfs_dev_block);
 	free(p);
 }

@@ -24,7 +24,7 @@ struct flush_job {
 	dev_t dev;
 	enum flush_kind kind;
 	char fstype[32];
-	char mount[4096];
+	char mount[4096];        /* mount point; for FLUSH_BDEV the device node */
 	unsigned passes;         /* syncfs passes */
 	bool use_inodes;         /* fsync these inodes instead of syncfs */
 	struct wbg_inode_key *inodes;
@@ -42,7 +42,7 @@ struct flush_job {
 
 struct flush_pool;
 
-int flush_pool_new(unsigned threads, const char *dev_dir, const char *sysfs_dev_block, struct flush_pool **ret);
+int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_pool **ret);
 void flush_pool_free(struct flush_pool *p);
 /* Readable when jobs have finished. */
 int flush_pool_fd(const struct flush_pool *p);

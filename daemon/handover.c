@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <json-c/json.h>
 
+#include "blockdev.h"
 #include "bpf-counters.h"
 #include "conf.h"
 #include "handover.h"
@@ -49,7 +50,7 @@ bool fstype_has_writeback(const char *fstype)
 }
 
 static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const struct wbg_mount *m,
-		      const struct wbg_config *cfg, struct wbg_plan_target **ret)
+		      const char *node, const struct wbg_config *cfg, struct wbg_plan_target **ret)
 {
 	struct wbg_plan_target *t;
 
@@ -68,13 +69,14 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 		snprintf(t->fstype, sizeof(t->fstype), "%s", m->fstype);
 		snprintf(t->mount, sizeof(t->mount), "%s", m->target);
 		t->passes = config_passes_for(cfg, m->fstype);
-	}
+	} else if (node)
+		snprintf(t->mount, sizeof(t->mount), "%s", node);
 	*ret = t;
 	return 0;
 }
 
 static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
-			 const struct wbg_bpf *bpf, struct wbg_plan *p)
+			 const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *p)
 {
 	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
 	_cleanup_free_ struct wbg_inode_key *inodes = NULL;
@@ -98,7 +100,11 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		if (devs[i].kind == WBG_DEV_BDEV) {
 			if (!cfg->flush_bdev)
 				continue;
-			r = add_target(p, dev, FLUSH_BDEV, NULL, cfg, &t);
+			const char *node = blockdevs_node(bdevs, dev);
+
+			if (!node)
+				continue; /* no node for it (gone): nothing to open */
+			r = add_target(p, dev, FLUSH_BDEV, NULL, node, cfg, &t);
 		} else {
 			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
 
@@ -106,7 +112,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 			 * open. Pseudo filesystems have no writeback. */
 			if (!m || !fstype_has_writeback(m->fstype))
 				continue;
-			r = add_target(p, dev, FLUSH_FS, m, cfg, &t);
+			r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
 			if (r < 0)
 				return r;
 			if (complete && flush_fs_has_handles(m->fstype) && cfg->inode_flush != WBG_INODE_FLUSH_OFF) {
@@ -142,7 +148,7 @@ static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mount
 		if (!fstype_has_writeback(m->fstype) || major(m->dev) == 0 ||
 		    mountinfo_find_dev(mounts, m->dev) != m)
 			continue;
-		r = add_target(p, m->dev, FLUSH_FS, m, cfg, &t);
+		r = add_target(p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
 		if (r < 0)
 			return r;
 	}
@@ -151,10 +157,10 @@ static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mount
 }
 
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
-		  const struct wbg_bpf *bpf, struct wbg_plan *ret)
+		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret)
 {
 	struct wbg_plan p = { 0 };
-	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bpf, &p) : plan_from_mounts(cfg, mounts, &p);
+	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bdevs, bpf, &p) : plan_from_mounts(cfg, mounts, &p);
 
 	if (r < 0) {
 		plan_free(&p);

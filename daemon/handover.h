@@ -19,6 +19,7 @@
 #include "flush.h"
 #include "mountinfo.h"
 
+struct blockdevs;
 struct wbg_bpf;
 struct wbg_config;
 struct json_object;
@@ -85,9 +86,10 @@ struct wbg_handover {
 	int verify;                  /* -1 not possible here, 0 dying wb still dirty, 1 clean */
 };
 
-/* What to flush for a cgroup. mounts: our mount table; bpf may be NULL. */
+/* What to flush for a cgroup. mounts: our mount table; bdevs: device
+ * nodes by number; bpf may be NULL. */
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
-		  const struct wbg_bpf *bpf, struct wbg_plan *ret);
+		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret);
 void plan_free(struct wbg_plan *p);
 /* Whether a filesystem type has writeback at all (tmpfs, proc... do not). */
 bool fstype_has_writeback(const char *fstype);

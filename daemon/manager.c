@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <json-c/json.h>
+#include <linux/netlink.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
 #include <systemd/sd-daemon.h>
 
 #include "bpf-counters.h"
@@ -217,7 +220,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
 
 			h->replanned = true;
-			if (handover_plan(c->id, &m->cfg, &m->mounts, dirtied_bpf(m), &plan) >= 0)
+			if (handover_plan(c->id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan) >= 0)
 				(void)submit_plan(m, h, &plan);
 			plan_free(&plan);
 			/* the same targets again: counted once */
@@ -286,7 +289,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
 
-	r = handover_plan(c->id, &m->cfg, &m->mounts, dirtied_bpf(m), &plan);
+	r = handover_plan(c->id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
@@ -456,6 +459,56 @@ static int reload_mounts(struct manager *m)
 	return 0;
 }
 
+/* Kernel uevents: block devices coming and going. */
+static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	for (;;) {
+		struct sockaddr_nl from = { 0 };
+		unsigned char *buf = NULL;
+		struct uevent u;
+		int n = nl_recv(m->uevent_sock, &from, &buf, NULL);
+
+		if (n <= 0) {
+			free(buf);
+			break; /* EAGAIN (nothing more) or an error: try next time */
+		}
+		/* Only the kernel (port 0) speaks on this group. */
+		if (from.nl_pid == 0 && uevent_parse((const char *)buf, (size_t)n, &u) == 0 &&
+		    blockdevs_apply(&m->bdevs, &u) > 0)
+			log_debug("Block device %s %s (%d:%d)", u.devname ? u.devname : "?", u.action, u.major,
+				  u.minor);
+		free(buf);
+	}
+	return 0;
+}
+
+static int start_uevents(struct manager *m)
+{
+	int r;
+
+	r = blockdevs_init(&m->bdevs, "/sys/dev/block", "/dev");
+	if (r < 0)
+		log_warning_errno(r, "Cannot list block devices in /sys/dev/block");
+	m->uevent_sock = nl_socket_alloc();
+	if (!m->uevent_sock)
+		return log_oom();
+	nl_socket_disable_seq_check(m->uevent_sock);
+	r = nl_connect(m->uevent_sock, NETLINK_KOBJECT_UEVENT);
+	if (r < 0)
+		return log_warning_errno(EPERM, "Cannot listen to kernel uevents: %s", nl_geterror(r));
+	r = nl_socket_add_membership(m->uevent_sock, 1 /* the kernel's group */);
+	if (r >= 0)
+		r = nl_socket_set_nonblocking(m->uevent_sock);
+	if (r < 0)
+		return log_warning_errno(EPERM, "Cannot join the kernel uevent group: %s", nl_geterror(r));
+	r = sd_event_add_io(m->event, &m->uevent_source, nl_socket_get_fd(m->uevent_sock), EPOLLIN, on_uevent, m);
+	if (r < 0)
+		return log_warning_errno(r, "Cannot watch uevents");
+	return 0;
+}
+
 /* The kernel flags /proc/self/mountinfo with POLLPRI when the table changes. */
 static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
@@ -552,7 +605,9 @@ int manager_start(struct manager *m)
 	if (m->mountinfo_fd >= 0)
 		(void)sd_event_add_io(m->event, &m->mountinfo_source, m->mountinfo_fd, EPOLLPRI, on_mountinfo, m);
 
-	r = flush_pool_new(m->cfg.workers, "/dev/block", "/sys/dev/block", &m->pool);
+	(void)start_uevents(m); /* without them, block devices stay as found at start */
+
+	r = flush_pool_new(m->cfg.workers, "/sys/dev/block", &m->pool);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start flush workers");
 	r = sd_event_add_io(m->event, &m->pool_source, flush_pool_fd(m->pool), EPOLLIN, on_pool, m);
@@ -616,6 +671,9 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);
 	sd_event_source_disable_unref(m->mountinfo_source);
+	sd_event_source_disable_unref(m->uevent_source);
+	nl_socket_free(m->uevent_sock);
+	blockdevs_done(&m->bdevs);
 	/* Handovers still open are recorded as they stand, not dropped. */
 	{
 		struct wbg_handover **v = calloc(m->next_handover_id + 1, sizeof(*v)), **p = v;

@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "blockdev.h"
 #include "conf.h"
 #include "handover.h"
 #include "mountinfo.h"
@@ -19,6 +20,7 @@
 
 struct wbg_bpf;
 struct flush_pool;
+struct nl_sock;
 
 struct manager {
 	sd_event *event;
@@ -31,6 +33,9 @@ struct manager {
 	struct wbg_bpf *bpf;
 	struct flush_pool *pool;
 	struct wbg_mounts mounts;
+	struct blockdevs bdevs;
+	struct nl_sock *uevent_sock;
+	sd_event_source *uevent_source;
 	struct wbg_scratch scratch;
 	bool mitigating;
 

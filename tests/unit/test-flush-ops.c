@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "flush-ops.h"
 #include "macro.h"
@@ -38,7 +39,8 @@ int main(void)
 	CHECK(flush_encode_handle("xfs", 1ULL << 33, 7, &ours.fh, sizeof(ours)) == 0 && ours.fh.handle_type == 0x81 &&
 		      ours.fh.handle_bytes == 12,
 	      "xfs 64-bit inode: type 0x81, 12 bytes");
-	CHECK(flush_bdev("/nonexistent", 1, 2) == -ENOENT, "bdev node missing: -ENOENT");
+	CHECK(flush_bdev("/nonexistent", makedev(1, 2)) == -ENOENT, "bdev node missing: -ENOENT");
+	CHECK(flush_bdev("/dev/null", makedev(1, 3)) == -ENODEV, "not a block device: -ENODEV");
 
 	if (!mkdtemp(dir))
 		return 1;
