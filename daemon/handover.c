@@ -253,8 +253,26 @@ struct json_object *handover_to_json(const struct wbg_handover *h)
 	json_object_object_add(o, "fs_targets", json_object_new_int(h->n_fs));
 	json_object_object_add(o, "inode_targets", json_object_new_int(h->n_inode_targets));
 	json_object_object_add(o, "bdev_targets", json_object_new_int(h->n_bdev));
+	if (h->n_targets) {
+		struct json_object *a = json_object_new_array();
+
+		for (unsigned i = 0; i < h->n_targets && i < ELEMENTSOF(h->target); i++) {
+			struct json_object *t = json_object_new_object();
+			char dev[32];
+
+			snprintf(dev, sizeof(dev), "%u:%u", h->target[i].major, h->target[i].minor);
+			json_object_object_add(t, "dev", json_object_new_string(dev));
+			if (h->target[i].fstype[0])
+				json_object_object_add(t, "fstype", json_object_new_string(h->target[i].fstype));
+			json_object_object_add(t, "how", json_object_new_string(h->target[i].how));
+			json_object_array_add(a, t);
+		}
+		json_object_object_add(o, "target_list", a);
+	}
 	json_object_object_add(o, "inodes_synced", json_object_new_uint64(h->inodes_synced));
 	json_object_object_add(o, "device_bytes", json_object_new_uint64(h->device_bytes));
+	/* CLOCK_MONOTONIC of the trigger, to join with other clocks' events */
+	json_object_object_add(o, "trigger_monotonic_us", json_object_new_uint64(h->t_trigger));
 	/* seconds since the trigger */
 	add_usec(o, "first_flush_s", h->t_first_flush, h->t_trigger);
 	add_usec(o, "flushed_s", h->t_flushed, h->t_trigger);

@@ -83,6 +83,11 @@ struct wbg_handover {
 	bool removed_before_flushed; /* rmdir came while the flush was running */
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
+	struct {
+		unsigned major, minor;
+		char fstype[32];
+		const char *how; /* "inodes", "syncfs", "bdev" */
+	} target[8];                 /* the first targets, for the record */
 	int verify;                  /* -1 not possible here, 0 dying wb still dirty, 1 clean */
 };
 

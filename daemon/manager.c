@@ -170,6 +170,12 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 			flush_job_free(j);
 			return log_oom();
 		}
+		if (h->n_targets < ELEMENTSOF(h->target)) {
+			h->target[h->n_targets].major = major(t->dev);
+			h->target[h->n_targets].minor = minor(t->dev);
+			snprintf(h->target[h->n_targets].fstype, sizeof(h->target[0].fstype), "%s", t->fstype);
+			h->target[h->n_targets].how = t->kind == FLUSH_BDEV ? "bdev" : t->use_inodes ? "inodes" : "syncfs";
+		}
 		h->n_targets++;
 		h->n_pending++;
 		if (t->kind == FLUSH_BDEV)
