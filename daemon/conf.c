@@ -79,6 +79,17 @@ static int parse_bool(const char *v, bool *ret)
 	return -EINVAL;
 }
 
+/* auto, on, off -> 0, 1, 2: the order of both enums that take them. */
+static int parse_auto_on_off(const char *v)
+{
+	static const char *const words[] = { "auto", "on", "off" };
+
+	for (size_t i = 0; i < ELEMENTSOF(words); i++)
+		if (strcmp(v, words[i]) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
 static int parse_uint(const char *v, unsigned min, unsigned max, unsigned *ret)
 {
 	uint64_t x;
@@ -180,13 +191,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	}
 	if (IS("flush", "inode_flush")) {
 		*expect = "auto, on or off";
-		if (strcmp(v, "auto") == 0)
-			return c->inode_flush = WBG_INODE_FLUSH_AUTO, 0;
-		if (strcmp(v, "on") == 0)
-			return c->inode_flush = WBG_INODE_FLUSH_ON, 0;
-		if (strcmp(v, "off") == 0)
-			return c->inode_flush = WBG_INODE_FLUSH_OFF, 0;
-		return -EINVAL;
+		r = parse_auto_on_off(v);
+		return r < 0 ? r : (c->inode_flush = (enum wbg_inode_flush)r, 0);
 	}
 	if (IS("flush", "max_inodes"))
 		return *expect = "a number from 0 to 1048576", parse_uint(v, 0, 1 << 20, &c->max_inodes);
@@ -196,13 +202,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		return *expect = "yes or no", parse_bool(v, &c->scratch_cycle);
 	if (IS("mitigation", "mode")) {
 		*expect = "auto, on or off";
-		if (strcmp(v, "auto") == 0)
-			return c->mitigation = WBG_MITIGATION_AUTO, 0;
-		if (strcmp(v, "on") == 0)
-			return c->mitigation = WBG_MITIGATION_ON, 0;
-		if (strcmp(v, "off") == 0)
-			return c->mitigation = WBG_MITIGATION_OFF, 0;
-		return -EINVAL;
+		r = parse_auto_on_off(v);
+		return r < 0 ? r : (c->mitigation = (enum wbg_mitigation)r, 0);
 	}
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);

@@ -25,34 +25,14 @@
 #include <sys/wait.h>
 
 #include "cgroup-util.h"
+#include "clock.h"
 #include "log.h"
 #include "parse-util.h"
 
 static const char *root = "/sys/fs/cgroup", *parent = "churn", *dir = NULL, *label = "c";
 static uint64_t bytes = 65536, hold = 0;
 static double rate = 10, seconds = 10;
-static volatile sig_atomic_t stop;
-
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sleep_until(double t)
-{
-	double d = t - mono();
-	struct timespec ts;
-
-	if (d <= 0)
-		return;
-	ts.tv_sec = (time_t)d;
-	ts.tv_nsec = (long)((d - ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stop)
-		;
-}
+static volatile int stop;
 
 static void on_signal(int sig)
 {
@@ -78,7 +58,7 @@ static int child(const char *cg, uint64_t i)
 static int churn(void)
 {
 	uint64_t n = (uint64_t)(rate * seconds), ok = 0, errors = 0;
-	double t0 = mono();
+	double t0 = mono_now();
 
 	printf("{\"label\":\"%s\",\"rate\":%g,\"seconds\":%g,\"bytes\":%" PRIu64 ",\"exits\":[", label, rate, seconds,
 	       bytes);
@@ -88,7 +68,7 @@ static int churn(void)
 		int status;
 		pid_t pid;
 
-		sleep_until(t0 + i / rate);
+		mono_sleep_until(t0 + i / rate, &stop);
 		snprintf(cg, sizeof(cg), "%s/%s%" PRIu64, parent, label, i);
 		snprintf(p, sizeof(p), "%s/%s", root, cg);
 		if (mkdir(p, 0755) < 0) {
@@ -104,19 +84,19 @@ static int churn(void)
 			continue;
 		}
 		/* the exit is when the kernel flips populated to 0 */
-		printf("%s{\"cgroup\":\"%s\",\"exit_us\":%.0f}", ok ? "," : "", cg, mono() * 1e6);
+		printf("%s{\"cgroup\":\"%s\",\"exit_us\":%.0f}", ok ? "," : "", cg, mono_now() * 1e6);
 		if (cg_rmdir(root, cg, 5000) < 0)
 			errors++;
 		else
 			ok++;
 	}
-	printf("],\"done\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"elapsed_s\":%.3f}\n", ok, errors, mono() - t0);
+	printf("],\"done\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"elapsed_s\":%.3f}\n", ok, errors, mono_now() - t0);
 	return errors ? 1 : 0;
 }
 
 static int hold_many(void)
 {
-	double t0 = mono();
+	double t0 = mono_now();
 	uint64_t made = 0;
 
 	for (uint64_t i = 0; i < hold; i++) {
@@ -126,9 +106,9 @@ static int hold_many(void)
 		if (mkdir(p, 0755) == 0)
 			made++;
 	}
-	printf("{\"held\":%" PRIu64 ",\"create_s\":%.3f}\n", made, mono() - t0);
+	printf("{\"held\":%" PRIu64 ",\"create_s\":%.3f}\n", made, mono_now() - t0);
 	fflush(stdout);
-	while (!stop && (seconds <= 0 || mono() - t0 < seconds))
+	while (!stop && (seconds <= 0 || mono_now() - t0 < seconds))
 		pause();
 	for (uint64_t i = 0; i < hold; i++) {
 		char p[PATH_MAX];

@@ -31,6 +31,7 @@
 
 #include "bpf-counters.h"
 #include "cgroup-util.h"
+#include "clock.h"
 #include "lag.h"
 #include "log.h"
 #include "macro.h"
@@ -56,27 +57,6 @@ static struct {
 	.removed = true,
 	.bpf = true,
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sleep_until(double t)
-{
-	double d = t - now();
-	struct timespec ts;
-
-	if (d <= 0)
-		return;
-	ts.tv_sec = (time_t)d;
-	ts.tv_nsec = (long)((d - ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /* What a writer child reports back through shared memory. */
 struct writer_result {
@@ -128,18 +108,18 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 			return log_error_errno(errno, "Cannot open %s", p);
 	}
 
-	start = now();
+	start = mono_now();
 	lag_init(&t, start, arg.rate_mib * (1 << 20), res->per_sec, MAX_SECS);
 	for (uint64_t i = 0; t.written < total; i++) {
 		double s;
 
-		sleep_until(lag_next_due(&t));
-		s = now();
+		mono_sleep_until(lag_next_due(&t), NULL);
+		s = mono_now();
 		if (s > start + deadline)
 			break;
 		if (write(fds[i % arg.files], buf, CHUNK) != CHUNK)
 			return log_error_errno(errno, "write");
-		lag_record(&t, CHUNK, s, now());
+		lag_record(&t, CHUNK, s, mono_now());
 		/* Reopen each file once after its first append, as a writer that
 		 * opens per append (seed 000's dd loop, log shippers) does. On XFS
 		 * only the first dirty close flushes delalloc blocks
@@ -151,11 +131,11 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 				return r;
 		}
 	}
-	res->elapsed = now() - start;
+	res->elapsed = mono_now() - start;
 	res->written = t.written;
 	res->worst = t.worst;
 	res->completed = t.written >= total;
-	res->n_sec = lag_seconds(&t, now());
+	res->n_sec = lag_seconds(&t, mono_now());
 	for (uint64_t i = 0; i < arg.files; i++)
 		close(fds[i]);
 	return 0;
@@ -307,14 +287,14 @@ static int run(void)
 			return r;
 	}
 	(void)cg_read_keyed_u64(arg.cgroup_root, old, "memory.stat", "file_dirty", &dirty_rm);
-	t_rm = now();
+	t_rm = mono_now();
 	if (arg.removed) {
 		r = cg_rmdir(arg.cgroup_root, old, 5000);
 		if (r < 0)
 			return log_error_errno(r, "Cannot remove cgroup %s", old);
 	}
 
-	sleep_until(t_rm + arg.pause);
+	mono_sleep_until(t_rm + arg.pause, NULL);
 	r = run_writer(new, arg.new_secs, arg.deadline, nw);
 	if (r < 0)
 		return r;
