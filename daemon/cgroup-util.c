@@ -158,3 +158,24 @@ int cg_id(const char *root, const char *path, uint64_t *ret)
 	*ret = st.st_ino;
 	return 0;
 }
+
+int kallsyms_has(const char *path, const char *symbol)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	char line[512];
+	size_t n = strlen(symbol);
+
+	if (!f)
+		return -errno;
+	/* "ffffffff81234560 T name [module]" */
+	while (fgets(line, sizeof(line), f)) {
+		char *name = strchr(line, ' ');
+
+		if (name)
+			name = strchr(name + 1, ' ');
+		if (name && strncmp(name + 1, symbol, n) == 0 && (name[1 + n] == '\n' || name[1 + n] == ' ' ||
+								   name[1 + n] == '\t' || name[1 + n] == 0))
+			return 1;
+	}
+	return 0;
+}

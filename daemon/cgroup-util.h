@@ -26,3 +26,6 @@ int cg_enter(const char *root, const char *path);
 int cg_rmdir(const char *root, const char *path, unsigned timeout_ms);
 /* The cgroup's id: its inode number in cgroupfs, what BPF sees as kn->id. */
 int cg_id(const char *root, const char *path, uint64_t *ret);
+
+/* Whether /proc/kallsyms (path given, for tests) lists the symbol. */
+int kallsyms_has(const char *path, const char *symbol);

@@ -603,6 +603,16 @@ int manager_start(struct manager *m)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
+	if (m->cfg.mitigation == WBG_MITIGATION_AUTO) {
+		/* Until the verdict engine (BPF evidence) decides, the fallback
+		 * is known present only by its symbol (seed 000's v1 patch). */
+		r = kallsyms_has("/proc/kallsyms", "wb_get_lookup_dying");
+		if (r > 0) {
+			m->mitigating = false;
+			log_info("Kernel has the dying-wb fallback (wb_get_lookup_dying): mitigation off");
+		} else
+			log_info("No sign of the dying-wb fallback in this kernel: mitigation on");
+	}
 
 	r = reload_mounts(m);
 	if (r < 0)

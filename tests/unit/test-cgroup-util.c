@@ -50,6 +50,22 @@ int main(void)
 	unlink(p);
 	CHECK(cg_rmdir(root, "pod", 100) == 0, "cg_rmdir removes an empty cgroup");
 	CHECK(cg_rmdir(root, "pod", 100) == -ENOENT, "cg_rmdir of a gone cgroup is -ENOENT");
+	{
+		char ks[] = "/tmp/wbg-kallsyms.XXXXXX";
+		int fd = mkstemp(ks);
+		static const char text[] = "ffffffff81000000 T _stext\n"
+					   "ffffffff89cecae0 T wb_get_lookup\n"
+					   "ffffffff89cecb40 T wb_get_lookup_dying_not\n"
+					   "ffffffffc0001000 t helper\t[ext4]\n";
+
+		CHECK(fd >= 0 && write(fd, text, sizeof(text) - 1) > 0, "kallsyms fixture");
+		close(fd);
+		CHECK(kallsyms_has(ks, "wb_get_lookup") == 1, "symbol found");
+		CHECK(kallsyms_has(ks, "wb_get_lookup_dying") == 0, "a longer name is not the symbol");
+		CHECK(kallsyms_has(ks, "helper") == 1, "module symbol");
+		CHECK(kallsyms_has("/nonexistent", "x") == -ENOENT, "no kallsyms: -ENOENT");
+		unlink(ks);
+	}
 	rmdir(root);
 	return tap_done();
 }

@@ -12,3 +12,9 @@ check "flushes to the dying cgroup succeed" test "$ok" -gt 0
 # instant, so a lookup racing with its writeback can still miss (seen: 0 or 1
 # of ~1,000); stock 6.12 misses every one.
 check "-ENOENT for the dying cgroup is under 1% of its flushes" test $((${enoent:-0} * 100)) -lt "$ok"
+
+# wbguardd sees the fallback and stands down (mitigation = auto).
+daemon_start "$WBG_BUILD"
+check "wbguardd starts on the patched kernel" test $? = 0
+check "wbguardd turns its mitigation off by itself" grep -q 'dying-wb fallback (wb_get_lookup_dying): mitigation off' /wbg-out/wbguardd.log
+daemon_stop
