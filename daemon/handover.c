@@ -137,7 +137,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 }
 
 /* Without BPF we cannot know what the cgroup wrote: every filesystem with
- * writeback and a block device behind it. */
+ * writeback. */
 static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p)
 {
 	for (size_t i = 0; i < mounts->n; i++) {
@@ -145,7 +145,10 @@ static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mount
 		struct wbg_plan_target *t;
 		int r;
 
-		if (!fstype_has_writeback(m->fstype) || major(m->dev) == 0 ||
+		/* overlayfs writes land in its upper filesystem, which has a
+		 * target of its own; btrfs has anonymous device numbers and
+		 * counts. */
+		if (!fstype_has_writeback(m->fstype) || strcmp(m->fstype, "overlay") == 0 ||
 		    mountinfo_find_dev(mounts, m->dev) != m)
 			continue;
 		r = add_target(p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
