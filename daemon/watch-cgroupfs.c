@@ -277,8 +277,11 @@ int watch_rescan(struct wbg_watch *w)
 	w->rescans++;
 	w->rescan_needed = false;
 	r = walk_libcgroup(w);
-	if (r < 0)
+	if (r < 0) {
+		log_debug("Walking %s ourselves (libcgroup does not know it as the memory hierarchy)", w->root);
 		r = track(w, "", true);
+	} else
+		log_debug("Walked %s with libcgroup", w->root);
 	if (r == -ENOMEM)
 		return log_oom();
 	/* Whatever was not found again is gone, and its removal event lost. */

@@ -37,7 +37,7 @@ def latencies(d, phase, handovers):
 
 
 def main():
-    d, kernel = sys.argv[1], sys.argv[2]
+    d, kernel, inode_flush = sys.argv[1], sys.argv[2], sys.argv[3]
     with open(os.path.join(d, "handovers.jsonl")) as f:
         hs = [json.loads(line) for line in f if line.strip()]
     with open(os.path.join(d, "idle_cost.json")) as f:
@@ -49,6 +49,7 @@ def main():
     old = [h for h in hs if h["cgroup"] == "old"]
     res = {
         "kernel": kernel,
+        "inode_flush": inode_flush,
         "idle": latencies(d, "idle", hs),
         "load": latencies(d, "load", hs),
         "tracked": {"cgroups_held": hold["held"], "rss_bytes": rss,

@@ -23,6 +23,12 @@ check "wbguardd runs as a Type=notify service" systemctl is-active --quiet wbgua
 check "wbguardd's scratch cgroup is inside its delegated subtree" \
 	test -d /sys/fs/cgroup/system.slice/wbguard-test.service/scratch
 check "wbguardd subscribed to systemd" sh -c "journalctl -u wbguard-test | grep -q 'Subscribed to systemd'"
+check "the existing tree was walked with libcgroup" sh -c "journalctl -u wbguard-test | grep -q 'Walked /sys/fs/cgroup with libcgroup'"
+# The bus goes away and comes back: wbguardd subscribes again.
+systemctl restart dbus.service
+sleep 4
+check "wbguardd resubscribes after the bus restarts" \
+	sh -c "test \$(journalctl -u wbguard-test | grep -c 'Subscribed to systemd') -ge 2"
 mkdir -p /mnt/ext4/svc
 # Like a real service, it takes a moment to shut down on SIGTERM.
 systemd-run --quiet --unit=dirtier -p MemoryMax=256M sh -c \
