@@ -159,6 +159,62 @@ static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mount
 	return 0;
 }
 
+int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const dev_t *ns_devs,
+		       size_t n_ns_devs, struct wbg_plan *ret)
+{
+	struct wbg_plan p = { 0 };
+	int r;
+
+	for (size_t i = 0; i < n_ns_devs; i++) {
+		const struct wbg_mount *m = mountinfo_find_dev(mounts, ns_devs[i]);
+		struct wbg_plan_target *t;
+
+		if (!m || !fstype_has_writeback(m->fstype) || strcmp(m->fstype, "overlay") == 0)
+			continue; /* not reachable from our namespace */
+		r = add_target(&p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
+		if (r < 0) {
+			plan_free(&p);
+			return r;
+		}
+	}
+	p.source = "mountns";
+	*ret = p;
+	return 0;
+}
+
+int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n)
+{
+	struct wbg_mounts m;
+	char path[128];
+	dev_t *v;
+	unsigned n = 0;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%d/mountinfo", proc, (int)pid);
+	r = mountinfo_read(path, &m);
+	if (r < 0)
+		return r;
+	v = calloc(m.n ? m.n : 1, sizeof(*v));
+	if (!v) {
+		mountinfo_free(&m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m.n; i++) {
+		bool dup = false;
+
+		if (!fstype_has_writeback(m.v[i].fstype))
+			continue;
+		for (unsigned k = 0; k < n && !dup; k++)
+			dup = v[k] == m.v[i].dev;
+		if (!dup)
+			v[n++] = m.v[i].dev;
+	}
+	mountinfo_free(&m);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret)
 {

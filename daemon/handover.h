@@ -95,6 +95,12 @@ struct wbg_handover {
  * nodes by number; bpf may be NULL. */
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret);
+/* Without BPF, when the cgroup's processes were seen: only the filesystems
+ * their mount namespace had (ns_devs), else every one. */
+int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const dev_t *ns_devs,
+		       size_t n_ns_devs, struct wbg_plan *ret);
+/* The filesystems with writeback that a process's mountinfo shows. */
+int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n);
 void plan_free(struct wbg_plan *p);
 /* Whether a filesystem type has writeback at all (tmpfs, proc... do not). */
 bool fstype_has_writeback(const char *fstype);

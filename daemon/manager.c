@@ -210,6 +210,35 @@ static const struct wbg_bpf *dirtied_bpf(const struct manager *m)
 	return wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED ? m->bpf : NULL;
 }
 
+static int plan_for(struct manager *m, const struct wbg_cgroup *c, struct wbg_plan *ret)
+{
+	if (!dirtied_bpf(m) && c->n_ns_devs)
+		return handover_plan_devs(&m->cfg, &m->mounts, c->ns_devs, c->n_ns_devs, ret);
+	return handover_plan(c->id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), ret);
+}
+
+/* Without BPF, what a populated cgroup may write is what its processes'
+ * mount namespace shows: read it now, while they are alive. */
+static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
+{
+	_cleanup_free_ char *procs = NULL;
+	char p[PATH_MAX];
+	dev_t *devs;
+	unsigned n;
+	int pid;
+
+	if (dirtied_bpf(m) || !*c->path)
+		return;
+	snprintf(p, sizeof(p), "%s/%s/cgroup.procs", m->cfg.cgroup_root, c->path);
+	if (read_small_file_at(AT_FDCWD, p, 4096, &procs) < 0 || sscanf(procs, "%d", &pid) != 1)
+		return; /* empty, or gone: normal */
+	if (mountns_devs("/proc", pid, &devs, &n) < 0)
+		return;
+	free(c->ns_devs);
+	c->ns_devs = devs;
+	c->n_ns_devs = n;
+}
+
 /* Starts a handover, or moves an existing one on (populated 0, then the
  * directory gone). */
 static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_trigger trigger)
@@ -226,7 +255,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
 
 			h->replanned = true;
-			if (handover_plan(c->id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan) >= 0)
+			if (plan_for(m, c, &plan) >= 0)
 				(void)submit_plan(m, h, &plan);
 			plan_free(&plan);
 			/* the same targets again: counted once */
@@ -295,7 +324,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
 
-	r = handover_plan(c->id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan);
+	r = plan_for(m, c, &plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
@@ -386,6 +415,8 @@ void manager_job_type(struct manager *m, const char *unit, const char *type)
 
 static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
 {
+	if (c->populated)
+		note_mount_namespace(w->userdata, c);
 	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
 }
 
@@ -393,9 +424,12 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 {
 	struct manager *m = w->userdata;
 
-	if (!populated)
+	if (!populated) {
 		handover_event(m, c, WBG_TRIGGER_POPULATED_0);
-	else if (c->handover && c->handover->n_pending == 0) {
+		return;
+	}
+	note_mount_namespace(m, c);
+	if (c->handover && c->handover->n_pending == 0) {
 		/* In use again before anyone removed it: that handover is over. */
 		struct wbg_handover *h = c->handover;
 

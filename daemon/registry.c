@@ -136,6 +136,7 @@ void registry_remove(struct wbg_registry *r, struct wbg_cgroup *c)
 	tdelete(c, &r->by_id, cmp_id);
 	tdelete(c, &r->by_path, cmp_path);
 	r->n--;
+	free(c->ns_devs);
 	free(c->path);
 	free(c);
 }
@@ -168,6 +169,7 @@ static void free_cgroup(void *p)
 {
 	struct wbg_cgroup *c = p;
 
+	free(c->ns_devs);
 	free(c->path);
 	free(c);
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cgroup-identity.h"
 
@@ -21,6 +22,10 @@ struct wbg_cgroup {
 	uint64_t seen;       /* rescan generation it was last found in */
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */
+	/* Without BPF: the filesystems its processes' mount namespace showed
+	 * while they were alive. */
+	dev_t *ns_devs;
+	unsigned n_ns_devs;
 };
 
 struct wbg_registry {

@@ -2,7 +2,10 @@
 /* The planner without BPF: every block-backed filesystem with writeback,
  * once, with its syncfs passes; pseudo filesystems, overlay and bind mounts
  * never. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include "blockdev.h"
@@ -40,6 +43,22 @@ int main(void)
 	CHECK(!fstype_has_writeback("tmpfs") && !fstype_has_writeback("proc") && fstype_has_writeback("ext4") &&
 		      fstype_has_writeback("btrfs") && fstype_has_writeback("overlay"),
 	      "which filesystems have writeback");
+	{
+		dev_t ns[] = { makedev(254, 16), makedev(9, 9) /* not mounted here */ };
+
+		CHECK(handover_plan_devs(&c, &m, ns, 2, &p) == 0 && p.n == 1 && p.t[0].dev == makedev(254, 16) &&
+			      strcmp(p.source, "mountns") == 0,
+		      "mount-namespace plan: only what the processes saw and we can reach");
+		plan_free(&p);
+	}
+	{
+		dev_t *devs;
+		unsigned n;
+
+		CHECK(mountns_devs("/proc", getpid(), &devs, &n) == 0 && n >= 1, "our own namespace has a filesystem");
+		free(devs);
+		CHECK(mountns_devs("/proc", 999999999, &devs, &n) == -ENOENT, "a process that is gone: -ENOENT");
+	}
 	mountinfo_free(&m);
 	config_done(&c);
 	return tap_done();

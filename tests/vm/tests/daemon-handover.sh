@@ -41,3 +41,20 @@ check "b: offline-wb cleanup re-run" test "$(field "$hb" cleanup_rerun)" = true
 check "b: wb_stats shows no dirty dying wb" test "$(field "$hb" dying_wb_clean)" = true
 check "no scratch cgroup left behind" test ! -e /sys/fs/cgroup/wbguard.scratch
 rmdir $cg
+
+# Without BPF: the filesystems the cgroup's processes could see, read while
+# they were alive. This one lives in a mount namespace without the xfs.
+daemon_start "$WBG_BUILD" --no-bpf
+check "wbguardd starts without BPF" test $? = 0
+mkdir $cg && echo +memory >$cg/cgroup.subtree_control && mkdir $cg/c
+unshare -m sh -c "umount /mnt/xfs; echo \$\$ > $cg/c/cgroup.procs; sleep 0.5; for i in 1 2 3 4; do dd if=/dev/zero of=/mnt/ext4/c\$i bs=1M count=3 status=none; done"
+sleep 1
+rmdir $cg/c
+sleep 2
+daemon_stop
+hc=$(grep '"cgroup":"t/c"' /wbg-out/handovers.jsonl)
+echo "# $hc"
+check "no BPF: planned from the processes' mount namespace" test "$(field "$hc" plan)" = mountns
+check "no BPF: only the ext4 they could see" test "$(echo "$hc" | jq -r '[.target_list[].fstype] | join(",")')" = ext4
+check "no BPF: flushed" test "$(field "$hc" outcome)" = flushed
+rmdir $cg
