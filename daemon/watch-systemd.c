@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <systemd/sd-bus.h>
 
 #include "log.h"
@@ -18,6 +20,8 @@ static const char *strna(const char *s)
 #define SD_PATH "/org/freedesktop/systemd1"
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
 #define RECONNECT_MIN_USEC (1000 * 1000)
+#define SYSTEM_BUS_DIR "/run/dbus"
+#define SYSTEM_BUS_SOCKET SYSTEM_BUS_DIR "/system_bus_socket"
 #define RECONNECT_MAX_USEC (30 * 1000 * 1000)
 
 static int connect_bus(struct manager *m);
@@ -171,6 +175,12 @@ static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
 
 	m->bus_reconnect_source = sd_event_source_disable_unref(m->bus_reconnect_source);
 	if (connect_bus(m) < 0) {
+		struct stat st;
+
+		if (stat(SYSTEM_BUS_SOCKET, &st) < 0) {
+			schedule_reconnect(m); /* gone for good: wait for it */
+			return 0;
+		}
 		m->bus_backoff_usec = m->bus_backoff_usec * 2 > RECONNECT_MAX_USEC ? RECONNECT_MAX_USEC
 										   : m->bus_backoff_usec * 2;
 		(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC,
@@ -179,10 +189,35 @@ static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static void schedule_reconnect(struct manager *m);
+
+static int on_bus_dir(sd_event_source *s, const struct inotify_event *e, void *userdata)
+{
+	struct manager *m = userdata;
+
+	m->bus_reconnect_source = sd_event_source_disable_unref(m->bus_reconnect_source);
+	if (connect_bus(m) < 0)
+		schedule_reconnect(m);
+	return 0;
+}
+
+/* Without a bus socket at all (no D-Bus on this host, or not yet), wait for
+ * it to appear rather than poll: an idle daemon must not wake up. A socket
+ * that exists but refuses (the bus restarting) is retried with backoff. */
 static void schedule_reconnect(struct manager *m)
 {
+	struct stat st;
+
 	if (m->bus_reconnect_source)
 		return;
+	if (stat(SYSTEM_BUS_SOCKET, &st) < 0) {
+		/* /run/dbus, or /run until /run/dbus exists */
+		if (sd_event_add_inotify(m->event, &m->bus_reconnect_source, SYSTEM_BUS_DIR,
+					 IN_CREATE | IN_MOVED_TO | IN_ONLYDIR, on_bus_dir, m) >= 0 ||
+		    sd_event_add_inotify(m->event, &m->bus_reconnect_source, "/run", IN_CREATE | IN_MOVED_TO | IN_ONLYDIR,
+					 on_bus_dir, m) >= 0)
+			return;
+	}
 	if (!m->bus_backoff_usec)
 		m->bus_backoff_usec = RECONNECT_MIN_USEC;
 	(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC, m->bus_backoff_usec, 0,
@@ -255,7 +290,7 @@ int watch_systemd_start(struct manager *m)
 	int r = connect_bus(m);
 
 	if (r < 0) {
-		log_info("No system bus (%s); watching cgroupfs alone, will retry", strerror(-r));
+		log_info("No system bus (%s); watching cgroupfs alone until one appears", strerror(-r));
 		schedule_reconnect(m);
 	}
 	return 0;
