@@ -25,6 +25,7 @@ static const char *strna(const char *s)
 #define RECONNECT_MAX_USEC (30 * 1000 * 1000)
 
 static int connect_bus(struct manager *m);
+static void schedule_reconnect(struct manager *m);
 
 /* The interface holding ControlGroup, by unit type. */
 static const char *cgroup_iface(const char *unit)
@@ -188,8 +189,6 @@ static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
 	}
 	return 0;
 }
-
-static void schedule_reconnect(struct manager *m);
 
 static int on_bus_dir(sd_event_source *s, const struct inotify_event *e, void *userdata)
 {
