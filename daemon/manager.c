@@ -448,11 +448,35 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
 }
 
+static void arm_watch_retry(struct manager *m);
+
 static const struct wbg_watch_ops watch_ops = {
 	.tracked = on_tracked,
 	.populated = on_populated,
 	.removed = on_removed,
 };
+
+#define WATCH_RETRY_USEC (30ULL * 1000 * 1000)
+
+static int on_watch_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	m->watch_retry_source = sd_event_source_disable_unref(m->watch_retry_source);
+	log_notice("Rescanning cgroupfs: retrying watches the limit refused");
+	if (watch_rescan(&m->watch) == -ENOMEM)
+		return sd_event_exit(m->event, -ENOMEM);
+	arm_watch_retry(m);
+	return 0;
+}
+
+/* Only while some cgroup lacks a watch: an idle daemon sleeps. */
+static void arm_watch_retry(struct manager *m)
+{
+	if (m->watch.watch_limit_hit && !m->watch_retry_source)
+		(void)sd_event_add_time_relative(m->event, &m->watch_retry_source, CLOCK_MONOTONIC, WATCH_RETRY_USEC, 0,
+						 on_watch_retry, m);
+}
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
@@ -461,6 +485,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
 
 	if (r == -ENOMEM)
 		return sd_event_exit(m->event, r);
+	arm_watch_retry(m);
 	return 0;
 }
 
@@ -692,6 +717,7 @@ int manager_start(struct manager *m)
 	r = watch_rescan(&m->watch);
 	if (r < 0)
 		return r;
+	arm_watch_retry(m);
 	(void)watch_systemd_start(m);
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
@@ -718,6 +744,7 @@ struct manager *manager_free(struct manager *m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
 	watch_systemd_stop(m);
+	sd_event_source_disable_unref(m->watch_retry_source);
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);
 	sd_event_source_disable_unref(m->mountinfo_source);

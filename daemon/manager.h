@@ -42,6 +42,7 @@ struct manager {
 	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
 	sd_bus *bus; /* system bus, NULL while there is none */
 	sd_event_source *bus_reconnect_source;
+	sd_event_source *watch_retry_source; /* armed while the watch limit refused some */
 	uint64_t bus_backoff_usec;
 	int mountinfo_fd;
 

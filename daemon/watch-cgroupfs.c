@@ -171,11 +171,12 @@ static int track(struct wbg_watch *w, const char *path, bool recurse)
 		c->in_scope = !ancestor_only;
 		r = add_watches(w, c);
 		if (r == -ENOSPC || r == -ENOMEM) {
-			/* Out of inotify watches: rescans will find what we
-			 * miss; say so in a counter rather than drop it. */
+			/* Out of inotify watches (the limit, or kernel memory):
+			 * its parent's watch still sees the removal, and a later
+			 * rescan retries; counted, never silent. */
 			w->watch_failures++;
-			w->rescan_needed = true;
-			log_warning_errno(r, "Cannot watch %s (rescans will cover it)", p);
+			w->watch_limit_hit = true;
+			log_warning_errno(r, "Cannot watch %s (will retry)", p);
 		} else if (r == -ENOENT) {
 			removed(w, c, true);
 			return 0;
@@ -184,6 +185,12 @@ static int track(struct wbg_watch *w, const char *path, bool recurse)
 		c->populated = read_populated(w, c);
 		if (c->in_scope && w->ops->tracked)
 			w->ops->tracked(w, c);
+	}
+	else if (c->wd_dir < 0 || (c->in_scope && *c->path && c->wd_events < 0)) {
+		/* missing a watch from an earlier failure: try again */
+		r = add_watches(w, c);
+		if (r == -ENOSPC || r == -ENOMEM)
+			w->watch_limit_hit = true;
 	}
 	c->seen = w->generation;
 	if (!recurse)
@@ -276,6 +283,7 @@ int watch_rescan(struct wbg_watch *w)
 	w->generation++;
 	w->rescans++;
 	w->rescan_needed = false;
+	w->watch_limit_hit = false;
 	r = walk_libcgroup(w);
 	if (r < 0) {
 		log_debug("Walking %s ourselves (libcgroup does not know it as the memory hierarchy)", w->root);
@@ -366,7 +374,7 @@ int watch_process(struct wbg_watch *w)
 		}
 	}
 	if (w->rescan_needed) {
-		log_notice("Rescanning cgroupfs (%s)", w->overflows ? "inotify queue overflowed" : "watch limit");
+		log_notice("Rescanning cgroupfs: the inotify queue overflowed");
 		return watch_rescan(w);
 	}
 	return 0;

@@ -34,7 +34,8 @@ struct wbg_watch {
 	uint64_t generation;
 	/* counters */
 	uint64_t overflows, watch_failures, rescans, rescan_removals;
-	bool rescan_needed;
+	bool rescan_needed;   /* events were lost: rescan now */
+	bool watch_limit_hit; /* some watches could not be added: retry later */
 };
 
 int watch_init(struct wbg_watch *w, const char *root, char *const *roots, unsigned n_roots, struct wbg_registry *reg,
