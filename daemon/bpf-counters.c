@@ -16,6 +16,9 @@
 struct wbg_bpf {
 	struct wbguard_bpf *skel;
 	unsigned groups; /* what loaded */
+	struct ring_buffer *rmdir_rb;
+	wbg_rmdir_cb rmdir_cb;
+	void *rmdir_userdata;
 };
 
 /* libbpf's own messages go through our log at debug level (warnings at
@@ -54,7 +57,11 @@ static bool kernel_has_hook(const struct btf *vmlinux, const char *section)
 /* Which group a program belongs to, by name. */
 static unsigned program_group(const char *name)
 {
-	return strncmp(name, "wbid_", 5) == 0 ? WBG_BPF_WBID : WBG_BPF_DIRTIED;
+	if (strncmp(name, "wbid_", 5) == 0)
+		return WBG_BPF_WBID;
+	if (strncmp(name, "life_", 5) == 0)
+		return WBG_BPF_RMDIR;
+	return WBG_BPF_DIRTIED;
 }
 
 /* One attempt with the given program groups. */
@@ -132,13 +139,17 @@ unsigned wbg_bpf_groups(const struct wbg_bpf *b)
 
 const char *wbg_bpf_group_name(unsigned g)
 {
-	return g == WBG_BPF_WBID ? "cgroup_writeback_by_id results" : g == WBG_BPF_DIRTIED ? "dirtied by cgroup" : "?";
+	return g == WBG_BPF_WBID	  ? "cgroup_writeback_by_id results"
+	       : g == WBG_BPF_DIRTIED ? "dirtied by cgroup"
+	       : g == WBG_BPF_RMDIR   ? "cgroup removals"
+				      : "?";
 }
 
 struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b)
 {
 	if (!b)
 		return NULL;
+	ring_buffer__free(b->rmdir_rb);
 	wbguard_bpf__destroy(b->skel);
 	free(b);
 	return NULL;
@@ -336,4 +347,33 @@ int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
 		return r;
 	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
 	return 0;
+}
+
+static int rmdir_sample(void *ctx, void *data, size_t size)
+{
+	struct wbg_bpf *b = ctx;
+
+	if (size < sizeof(struct wbg_rmdir_event))
+		return 0;
+	return b->rmdir_cb(data, b->rmdir_userdata);
+}
+
+int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata)
+{
+	if (!(b->groups & WBG_BPF_RMDIR))
+		return -EOPNOTSUPP;
+	b->rmdir_cb = cb;
+	b->rmdir_userdata = userdata;
+	b->rmdir_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.rmdir_events), rmdir_sample, b, NULL);
+	return b->rmdir_rb ? 0 : -errno;
+}
+
+int wbg_bpf_rmdir_fd(const struct wbg_bpf *b)
+{
+	return b->rmdir_rb ? ring_buffer__epoll_fd(b->rmdir_rb) : -EBADF;
+}
+
+int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
+{
+	return b->rmdir_rb ? ring_buffer__consume(b->rmdir_rb) : 0;
 }

@@ -16,7 +16,8 @@ struct wbg_bpf;
 /* Program groups: what to load. */
 #define WBG_BPF_WBID (1U << 0)    /* cgroup_writeback_by_id() results */
 #define WBG_BPF_DIRTIED (1U << 1) /* what each cgroup dirtied */
-#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED)
+#define WBG_BPF_RMDIR (1U << 2)   /* every cgroup removal, with its id */
+#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_RMDIR)
 
 int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */
@@ -56,3 +57,9 @@ int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id);
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))
 #define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))
+
+/* The ring buffer of removals: poll its fd, then consume (cb per event). */
+typedef int (*wbg_rmdir_cb)(const struct wbg_rmdir_event *e, void *userdata);
+int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata);
+int wbg_bpf_rmdir_fd(const struct wbg_bpf *b);
+int wbg_bpf_rmdir_consume(struct wbg_bpf *b);

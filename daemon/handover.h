@@ -30,6 +30,7 @@ enum wbg_trigger {
 	WBG_TRIGGER_REMOVED,
 	WBG_TRIGGER_RESCAN,
 	WBG_TRIGGER_API,
+	WBG_TRIGGER_RMDIR_BPF, /* a removal only the cgroup_rmdir tracepoint saw */
 	_WBG_TRIGGER_MAX,
 };
 

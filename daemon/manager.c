@@ -279,12 +279,13 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		return;
 	}
 	h->owner = m;
+	m->recent_ids[m->recent_next++ % ELEMENTSOF(m->recent_ids)] = c->id;
 	if (!tsearch(h, &m->active, cmp_handover)) {
 		handover_free(h);
 		log_oom();
 		return;
 	}
-	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN)
+	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
 	else
 		c->handover = h;
@@ -411,6 +412,46 @@ void manager_job_type(struct manager *m, const char *unit, const char *type)
 	if (c && c->handover && c->handover->trigger == WBG_TRIGGER_STOP_JOB && strcmp(type, "stop") != 0 &&
 	    strcmp(type, "restart") != 0)
 		c->handover->reason = strcmp(type, "reload") == 0 ? "job was a reload" : "job was not a stop";
+}
+
+static bool recently_handled(const struct manager *m, uint64_t id)
+{
+	for (size_t i = 0; i < ELEMENTSOF(m->recent_ids); i++)
+		if (m->recent_ids[i] == id)
+			return true;
+	return false;
+}
+
+/* Every removal in the v2 hierarchy, from the kernel, with its id. Most are
+ * inotify's news too; this catches the ones created and removed before
+ * inotify's events about them could be acted on. */
+static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
+{
+	struct manager *m = userdata;
+	struct wbg_cgroup tmp = { .id = e->cgroup_id, .wd_dir = -1, .wd_events = -1, .removed = true };
+	char path[WBG_RMDIR_PATH_MAX];
+	bool ancestor_only;
+
+	if (e->root != 0 || registry_find_id(&m->reg, e->cgroup_id) || recently_handled(m, e->cgroup_id))
+		return 0;
+	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
+	if (!watch_in_scope(&m->watch, path, &ancestor_only) || ancestor_only)
+		return 0;
+	tmp.path = path;
+	tmp.in_scope = true;
+	cgroup_identity_parse(path, &tmp.ident);
+	handover_event(m, &tmp, WBG_TRIGGER_RMDIR_BPF);
+	if (dirtied_bpf(m))
+		(void)wbg_bpf_forget_cgroup(m->bpf, tmp.id);
+	return 0;
+}
+
+static int on_rmdir_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	(void)wbg_bpf_rmdir_consume(m->bpf);
+	return 0;
 }
 
 static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
@@ -718,6 +759,8 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return r;
 	arm_watch_retry(m);
+	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, on_rmdir_event, m) >= 0)
+		(void)sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
 	(void)watch_systemd_start(m);
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
@@ -745,6 +788,7 @@ struct manager *manager_free(struct manager *m)
 	(void)sd_notify(false, "STOPPING=1");
 	watch_systemd_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);
+	sd_event_source_disable_unref(m->rmdir_source);
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);
 	sd_event_source_disable_unref(m->mountinfo_source);

@@ -43,6 +43,11 @@ struct manager {
 	sd_bus *bus; /* system bus, NULL while there is none */
 	sd_event_source *bus_reconnect_source;
 	sd_event_source *watch_retry_source; /* armed while the watch limit refused some */
+	sd_event_source *rmdir_source;
+	/* cgroup ids that got a handover lately: the rmdir tracepoint's report
+	 * of a removal inotify already handled is no news */
+	uint64_t recent_ids[1024];
+	unsigned recent_next;
 	uint64_t bus_backoff_usec;
 	int mountinfo_fd;
 

@@ -189,3 +189,23 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	note_inode(cgid, inode, dev);
 	return 0;
 }
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} rmdir_events SEC(".maps");
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(life_rmdir, struct cgroup *cgrp, const char *path)
+{
+	struct wbg_rmdir_event *e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+
+	if (!e)
+		return 0; /* ring full: user space counts the gap through inotify */
+	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
+	e->level = BPF_CORE_READ(cgrp, level);
+	e->root = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -59,3 +59,14 @@ struct wbg_cgroup_inodes {
 	__u32 count;
 	__u32 overflow;
 };
+
+#define WBG_RMDIR_PATH_MAX 256
+
+/* A cgroup removed (tracepoint cgroup:cgroup_rmdir), for removals too quick
+ * for inotify to tie to a cgroup id. */
+struct wbg_rmdir_event {
+	__u64 cgroup_id;
+	__u32 level;
+	__u32 root;     /* hierarchy id: the default (v2) hierarchy is 0 */
+	char path[WBG_RMDIR_PATH_MAX];
+};

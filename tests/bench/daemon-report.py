@@ -18,19 +18,20 @@ def latencies(d, phase, handovers):
     with open(os.path.join(d, phase + ".json")) as f:
         churn = json.load(f)
     by_cg = {h["cgroup"]: h for h in handovers}
-    lat, missing, outcomes = [], 0, {}
+    lat, missing, outcomes, triggers = [], 0, {}, {}
     for e in churn["exits"]:
         h = by_cg.get(e["cgroup"])
         if not h:
             missing += 1
             continue
         outcomes[h["outcome"]] = outcomes.get(h["outcome"], 0) + 1
+        triggers[h["trigger"]] = triggers.get(h["trigger"], 0) + 1
         if "first_flush_s" in h:
             lat.append((h["trigger_monotonic_us"] + h["first_flush_s"] * 1e6 - e["exit_us"]) / 1000.0)
     return {
         "removals": len(churn["exits"]), "rate": churn["rate"], "errors": churn["errors"],
         "achieved_rate": round(len(churn["exits"]) / churn["elapsed_s"], 1) if churn["elapsed_s"] else None,
-        "handovers_missing": missing, "outcomes": outcomes,
+        "handovers_missing": missing, "outcomes": outcomes, "triggers": triggers,
         "exit_to_first_flush_ms": {"median": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else None,
                                    "n": len(lat)},
     }
@@ -45,8 +46,10 @@ def main():
     with open(os.path.join(d, "hold.json")) as f:
         hold = json.load(f)
     rss = int(open(os.path.join(d, "rss_bytes")).read())
-    old_dirty = int(open(os.path.join(d, "old_dirty")).read() or 0)
     old = [h for h in hs if h["cgroup"] == "old"]
+    # wbguardd flushes at the exit, before anyone could read memory.stat:
+    # its own reading at the trigger is the one that counts.
+    old_dirty = old[0].get("dirty_bytes", 0) if old else 0
     res = {
         "kernel": kernel,
         "inode_flush": inode_flush,
@@ -67,7 +70,7 @@ def main():
         l = p["exit_to_first_flush_ms"]
         print(f"{ph:5} {p['removals']} removals at {p['achieved_rate']}/s (asked {p['rate']}): exit -> first flush "
               f"median {l['median']:.1f} ms, p99 {l['p99']:.1f} ms, max {l['max']:.1f} ms; "
-              f"handovers missing {p['handovers_missing']}; outcomes {p['outcomes']}")
+              f"handovers missing {p['handovers_missing']}; outcomes {p['outcomes']}; triggers {p['triggers']}")
     t = res["tracked"]
     print(f"tracked {t['cgroups_held']} cgroups: RSS {t['rss_bytes'] / 2**20:.1f} MiB; idle CPU "
           f"{t['idle_cpu_s_per_min']} s/min; wakeups {t['idle_wakeups_per_min']}/min ({t['threads']} threads)")
