@@ -95,33 +95,57 @@ def ratios(cols):
     return out
 
 
+# One colour per (mode, mitigation), the same in every panel.
+STYLE = {
+    ("alive", "none"): "#1f77b4",
+    ("removed", "none"): "#d62728",
+    ("removed", "wbguardd"): "#2ca02c",
+    ("removed", "sync1"): "#ff7f0e",
+    ("removed", "sync2"): "#9467bd",
+}
+
+
 def plot(d, cols):
-    lines = []
+    """One panel per (kernel, fs): each column's median run, lag per second."""
+    groups = []
     for c in cols:
-        if not c["runs"]:
-            continue
-        runs = sorted(c["runs"], key=lambda r: r["new"]["worst_lag_s"])
-        median_run = runs[len(runs) // 2]
-        dat = os.path.join(d, c["name"] + ".lag.dat")
-        with open(dat, "w") as f:
-            for i, v in enumerate(median_run["new"]["lag_per_sec"]):
-                f.write(f"{i} {v}\n")
-        lines.append(f"'{dat}' using 1:2 with lines lw 2 title '{c['name']} ({median_run['run']})'")
-    if not lines:
+        key = (c["kernel"], c["fs"])
+        if c["runs"] and key not in groups:
+            groups.append(key)
+    if not groups:
         return None
     png = os.path.join(d, "lag.png")
-    script = "\n".join([
-        "set terminal pngcairo size 1100,600 font ',10'",
+    ncols = 2 if len(groups) > 1 else 1
+    nrows = (len(groups) + ncols - 1) // ncols
+    script = [
+        f"set terminal pngcairo size {700 * ncols},{380 * nrows} font ',10'",
         f"set output '{png}'",
-        "set title 'Replacement writer: lag behind schedule, per second (median run of each column)'",
-        "set xlabel 'seconds since the new writer started'",
-        "set ylabel 'lag (s)'",
         "set grid",
-        "set key outside right top",
-        "plot " + ", \\\n  ".join(lines),
-    ])
+        "set key top left",
+        "set xlabel 'seconds since the new writer started'",
+        "set ylabel 'lag behind schedule (s)'",
+        f"set multiplot layout {nrows},{ncols} title 'Replacement writer lag per second (median run of each column)'",
+    ]
+    for kernel, fs in groups:
+        lines = []
+        for c in cols:
+            if (c["kernel"], c["fs"]) != (kernel, fs) or not c["runs"]:
+                continue
+            runs = sorted(c["runs"], key=lambda r: r["new"]["worst_lag_s"])
+            median_run = runs[len(runs) // 2]
+            dat = os.path.join(d, c["name"] + ".lag.dat")
+            with open(dat, "w") as f:
+                for i, v in enumerate(median_run["new"]["lag_per_sec"]):
+                    f.write(f"{i} {v}\n")
+            colour = STYLE.get((c["mode"], c["mitigation"]), "#7f7f7f")
+            title = f"{c['mode']}" + ("" if c["mitigation"] == "none" else f" + {c['mitigation']}")
+            lines.append(f"'{dat}' using 1:2 with lines lw 2 lc rgb '{colour}' title '{title}'")
+        release = next((c["kernel_release"] for c in cols if c["kernel"] == kernel and c["kernel_release"]), kernel)
+        script.append(f"set title '{kernel} ({release}), {fs}'")
+        script.append("plot " + ", \\\n  ".join(lines))
+    script.append("unset multiplot")
     try:
-        subprocess.run(["gnuplot"], input=script.encode(), check=True)
+        subprocess.run(["gnuplot"], input="\n".join(script).encode(), check=True)
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"report: gnuplot failed: {e}", file=sys.stderr)
         return None
