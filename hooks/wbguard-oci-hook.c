@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli-util.h"
 #include "log.h"
 
 static void help(void)
@@ -16,25 +17,10 @@ static void help(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	int c;
+	int r = cli_help_version(argc, argv, "wbguard-oci-hook", help);
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-		switch (c) {
-		case 'h':
-			help();
-			return 0;
-		case 'V':
-			printf("wbguard-oci-hook %s\n", WBGUARD_VERSION);
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	if (r != 0)
+		return r > 0 ? 0 : 2;
 	help();
 	return 2;
 }
