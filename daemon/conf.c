@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 #include <ini.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "conf.h"
 #include "log.h"
@@ -33,6 +35,7 @@ void config_init(struct wbg_config *c)
 		.scratch_cycle = true,
 		.mitigation = WBG_MITIGATION_AUTO,
 		.bpf = true,
+		.metrics_listen = "127.0.0.1:9573",
 	};
 }
 
@@ -77,6 +80,46 @@ static int parse_bool(const char *v, bool *ret)
 			return *ret = false, 0;
 	}
 	return -EINVAL;
+}
+
+int parse_listen(const char *v, struct sockaddr_storage *ret)
+{
+	struct sockaddr_storage ss = { 0 };
+	char host[64];
+	const char *colon;
+	uint64_t port;
+
+	if (v[0] == '[') {
+		const char *end = strchr(v, ']');
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		if (!end || end[1] != ':' || (size_t)(end - v - 1) >= sizeof(host))
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", (int)(end - v - 1), v + 1);
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		a->sin6_family = AF_INET6;
+		colon = end + 1;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		colon = strrchr(v, ':');
+		if (!colon || (size_t)(colon - v) >= sizeof(host))
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - v), v);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		a->sin_family = AF_INET;
+	}
+	if (parse_u64_max(colon + 1, 65535, &port) < 0 || port == 0)
+		return -EINVAL;
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+	if (ret)
+		*ret = ss;
+	return 0;
 }
 
 /* auto, on, off -> 0, 1, 2: the order of both enums that take them. */
@@ -207,6 +250,16 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	}
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
+	if (IS("metrics", "listen")) {
+		*expect = "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
+		if (strcmp(v, "off") == 0 || !*v)
+			return c->metrics_listen[0] = 0, 0;
+		r = parse_listen(v, NULL);
+		if (r < 0)
+			return r;
+		snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", v);
+		return 0;
+	}
 #undef IS
 	return -ENOKEY;
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define WBG_CONF_FILE "/etc/wbguard/wbguard.conf"
 #define WBG_ROOTS_MAX 16
@@ -39,6 +40,8 @@ struct wbg_config {
 	enum wbg_mitigation mitigation;
 	/* [bpf] */
 	bool bpf;
+	/* [metrics] */
+	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 };
 
 void config_init(struct wbg_config *c);
@@ -51,3 +54,5 @@ int config_load(struct wbg_config *c, const char *path);
 int config_parse_file(struct wbg_config *c, const char *path);
 int config_parse_string(struct wbg_config *c, const char *name, const char *text);
 unsigned config_passes_for(const struct wbg_config *c, const char *fstype);
+/* "1.2.3.4:9573" or "[::1]:9573" to a socket address. */
+int parse_listen(const char *v, struct sockaddr_storage *ret);

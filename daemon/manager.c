@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "metrics-http.h"
 #include "watch-systemd.h"
 #include "wbstats.h"
 
@@ -61,6 +62,12 @@ static void retire(struct manager *m, struct wbg_handover *h)
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
 	if (c && c->handover == h)
 		c->handover = NULL;
+	if (h->t_first_flush) {
+		hist_observe(&m->reaction, (double)(h->t_first_flush - h->t_trigger) / 1e6);
+		if (h->t_flushed)
+			hist_observe(&m->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
+	}
+	m->flushed_device_bytes += h->device_bytes;
 	sd_event_source_disable_unref(h->timeout_source);
 	sd_event_source_disable_unref(h->verify_source);
 	tdelete(h, &m->active, cmp_handover);
@@ -658,6 +665,13 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 		return log_oom();
 	m->mountinfo_fd = -EBADF;
 	config_init(&m->cfg);
+	{
+		static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
+		static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
+
+		hist_init(&m->reaction, reaction, ELEMENTSOF(reaction));
+		hist_init(&m->flush_duration, duration, ELEMENTSOF(duration));
+	}
 	m->config_path = strdup(config_path);
 	m->debugfs = strdup("/sys/kernel/debug");
 	if (!m->config_path || !m->debugfs) {
@@ -759,6 +773,9 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return r;
 	arm_watch_retry(m);
+	r = metrics_http_start(m);
+	if (r < 0)
+		return r;
 	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, on_rmdir_event, m) >= 0)
 		(void)sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
 	(void)watch_systemd_start(m);
@@ -787,6 +804,7 @@ struct manager *manager_free(struct manager *m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
 	watch_systemd_stop(m);
+	metrics_http_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);
 	sd_event_source_disable_unref(m->rmdir_source);
 	sd_event_source_disable_unref(m->inotify_source);

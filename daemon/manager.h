@@ -10,6 +10,7 @@
 
 #include "blockdev.h"
 #include "conf.h"
+#include "metrics.h"
 #include "handover.h"
 #include "mountinfo.h"
 #include "registry.h"
@@ -21,6 +22,7 @@
 struct wbg_bpf;
 struct flush_pool;
 struct nl_sock;
+struct MHD_Daemon;
 
 struct manager {
 	sd_event *event;
@@ -60,6 +62,14 @@ struct manager {
 	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty;
 	uint64_t systemd_stop_jobs, systemd_units_removed, bus_disconnects;
+	uint64_t flushed_device_bytes;
+	struct wbg_hist reaction;       /* trigger -> first flush issued */
+	struct wbg_hist flush_duration; /* first flush -> all targets done */
+
+	/* the metrics endpoint (libmicrohttpd, driven by our loop) */
+	struct MHD_Daemon *mhd;
+	sd_event_source *mhd_io_source, *mhd_timer_source;
+	uint64_t scrapes;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);

@@ -73,6 +73,12 @@ int main(void)
 	CHECK(parse(&c, "[flush]\ntimeout_sec = -1\n") < 0, "negative timeout rejected");
 	CHECK(parse(&c, "[mitigation]\nmode = sometimes\n") < 0 && strstr(last_err, "auto, on or off"), "bad enum");
 	CHECK(parse(&c, "[bpf]\nenable = maybe\n") < 0 && strstr(last_err, "yes or no"), "bad bool");
+	CHECK(parse(&c, "[metrics]\nlisten = [::1]:9999\n") == 0 && strcmp(c.metrics_listen, "[::1]:9999") == 0,
+	      "IPv6 listen address");
+	CHECK(parse(&c, "[metrics]\nlisten = off\n") == 0 && c.metrics_listen[0] == 0, "metrics off");
+	CHECK(parse(&c, "[metrics]\nlisten = localhost:80\n") < 0 && strstr(last_err, "ADDRESS:PORT"),
+	      "a host name is no address: %s", last_err);
+	CHECK(parse(&c, "[metrics]\nlisten = 127.0.0.1:70000\n") < 0, "port out of range");
 	config_done(&c);
 
 	/* Drop-ins override the main file in lexical order; a bad drop-in

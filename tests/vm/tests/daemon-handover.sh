@@ -20,6 +20,20 @@ rmdir $cg/a
 sh -c "echo \$\$ > $cg/b/cgroup.procs; for i in 1 2 3 4 5 6 7 8; do dd if=/dev/zero of=/mnt/ext4/b\$i bs=1M count=3 status=none; done"
 rmdir $cg/b
 sleep 3
+# The metrics endpoint, scraped for real and checked by promtool.
+curl -sf http://127.0.0.1:9573/metrics >/wbg-out/metrics.txt
+check "metrics endpoint answers" test $? = 0
+promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
+check "promtool check metrics passes" test $? = 0
+sed 's/^/# promtool: /' /wbg-out/promtool.txt
+metric() { awk -v k="$1" '$1 == k {print $2}' /wbg-out/metrics.txt; }
+check "handovers counted by trigger and outcome" \
+	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="flushed"}')" -ge 2
+check "reaction histogram has both handovers" test "$(metric wbguard_handover_reaction_seconds_count)" -ge 2
+check "cleanup cycles counted" test "$(metric wbguard_cleanup_cycles_total)" -ge 2
+check "BPF groups reported loaded" test "$(metric 'wbguard_bpf_programs_loaded{group="dirtied"}')" = 1
+check "kernel foreign flush series exported" grep -q '^wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}' /wbg-out/metrics.txt
+check "unknown path is 404" test "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/nope)" = 404
 daemon_stop
 check "wbguardd exits 0 on SIGTERM" test "$DAEMON_RC" = 0
 R=/wbg-out/handovers.jsonl

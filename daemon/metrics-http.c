@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <microhttpd.h>
+
+#include "bpf-counters.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "metrics-http.h"
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static void counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	metric_family(f, name, "counter", help);
+	fprintf(f, "%s %" PRIu64 "\n", name, v);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, double v)
+{
+	metric_family(f, name, "gauge", help);
+	fprintf(f, "%s %g\n", name, v);
+}
+
+/* cgroup_writeback_by_id() results, summed over cgroups: by result and by
+ * whether the target memcg was dying. */
+struct wbid_sum {
+	uint64_t v[3][3]; /* [ok, enoent, other][unknown, live, dying] */
+};
+
+static int sum_wbid(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+{
+	struct wbid_sum *s = userdata;
+	unsigned r = k->ret == 0 ? 0 : k->ret == -ENOENT ? 1 : 2;
+
+	s->v[r][k->target_state < 3 ? k->target_state : 0] += count;
+	return 0;
+}
+
+void metrics_write(struct manager *m, FILE *f)
+{
+	static const char *const results[] = { "ok", "enoent", "other" };
+	static const char *const groups[] = { "cgroup_writeback_by_id", "dirtied", "rmdir" };
+
+	metric_family(f, "wbguard_handovers_total", "counter",
+		      "Handovers of cgroups going away, by what started them and how they ended.");
+	for (unsigned t = 0; t < _WBG_TRIGGER_MAX; t++)
+		for (unsigned o = 0; o < _WBG_OUTCOME_MAX; o++)
+			if (m->handovers[t][o] || o == WBG_OUTCOME_FLUSHED)
+				fprintf(f, "wbguard_handovers_total{trigger=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
+					wbg_trigger_to_string(t), wbg_outcome_to_string(o), m->handovers[t][o]);
+	metric_family(f, "wbguard_handover_reaction_seconds", "histogram",
+		      "From the first sign of a cgroup going away to the first flush issued for it.");
+	metric_hist(f, "wbguard_handover_reaction_seconds", &m->reaction);
+	metric_family(f, "wbguard_flush_duration_seconds", "histogram",
+		      "From the first flush issued for a handover to all of its targets done.");
+	metric_hist(f, "wbguard_flush_duration_seconds", &m->flush_duration);
+	counter(f, "wbguard_flushed_device_bytes_total",
+		"Bytes written to block devices while handover flushes ran.", m->flushed_device_bytes);
+	counter(f, "wbguard_cleanup_cycles_total",
+		"Scratch memcg cycles that re-ran the kernel's offline-wb cleanup.", m->cleanup_cycles);
+	counter(f, "wbguard_cleanup_failures_total", "Scratch memcg cycles that failed.", m->cleanup_failures);
+	counter(f, "wbguard_dying_wb_dirty_after_handover_total",
+		"Handovers after which wb_stats still showed a dirty dying wb of the cgroup.", m->verify_dirty);
+	counter(f, "wbguard_inotify_overflows_total", "inotify queue overflows (each answered by a rescan).",
+		m->watch.overflows);
+	counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
+		m->watch.watch_failures);
+	counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
+		m->watch.rescans > 0 ? m->watch.rescans - 1 : 0);
+	counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",
+		m->watch.rescan_removals);
+	counter(f, "wbguard_systemd_stop_jobs_total", "systemd stop jobs seen on the bus.", m->systemd_stop_jobs);
+	counter(f, "wbguard_bus_disconnects_total", "Times the system bus went away.", m->bus_disconnects);
+	gauge(f, "wbguard_tracked_cgroups", "Cgroups wbguardd tracks now.", (double)m->reg.n);
+	gauge(f, "wbguard_flush_workers_busy", "Flush worker threads inside a flush now.",
+	      (double)flush_pool_busy(m->pool));
+	gauge(f, "wbguard_mitigation_active", "1 when wbguardd flushes for removed cgroups.", m->mitigating);
+	gauge(f, "wbguard_system_bus_connected", "1 while wbguardd is subscribed to systemd.", m->bus ? 1 : 0);
+
+	metric_family(f, "wbguard_bpf_programs_loaded", "gauge",
+		      "1 when the BPF program group runs on this kernel; 0 means its counters are missing.");
+	for (unsigned g = 0; g < ELEMENTSOF(groups); g++)
+		fprintf(f, "wbguard_bpf_programs_loaded{group=\"%s\"} %d\n", groups[g],
+			(wbg_bpf_groups(m->bpf) & (1U << g)) ? 1 : 0);
+
+	if (wbg_bpf_groups(m->bpf) & WBG_BPF_WBID) {
+		struct wbid_sum s = { 0 };
+
+		(void)wbg_bpf_foreach_wbid(m->bpf, sum_wbid, &s);
+		metric_family(f, "wbguard_kernel_foreign_flushes_total", "counter",
+			      "The kernel's foreign flushes (cgroup_writeback_by_id) by result and by whether the "
+			      "target memcg was dying: enoent to a dying target is the stall.");
+		for (unsigned r = 0; r < 3; r++)
+			for (unsigned t = 0; t < 3; t++)
+				fprintf(f, "wbguard_kernel_foreign_flushes_total{result=\"%s\",target=\"%s\"} %" PRIu64 "\n",
+					results[r], wbg_target_state_to_string(t), s.v[r][t]);
+	}
+	counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->scrapes);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_size, void **ptr)
+{
+	struct manager *m = cls;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	unsigned status = MHD_HTTP_OK;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return MHD_NO;
+	f = open_memstream(&buf, &n);
+	if (!f)
+		return MHD_NO;
+	if (strcmp(url, "/metrics") == 0) {
+		m->scrapes++;
+		metrics_write(m, f);
+	} else if (strcmp(url, "/") == 0)
+		fputs("wbguardd: see /metrics\n", f);
+	else {
+		status = MHD_HTTP_NOT_FOUND;
+		fputs("not found\n", f);
+	}
+	fclose(f);
+	resp = MHD_create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	ret = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void rearm(struct manager *m);
+
+static int on_mhd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	(void)MHD_run(m->mhd);
+	rearm(m);
+	return 0;
+}
+
+static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	return on_mhd(s, -1, 0, userdata);
+}
+
+/* A timer only while a connection has one pending: idle means no wakeups. */
+static void rearm(struct manager *m)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	m->mhd_timer_source = sd_event_source_disable_unref(m->mhd_timer_source);
+	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES)
+		(void)sd_event_add_time_relative(m->event, &m->mhd_timer_source, CLOCK_MONOTONIC, ms * 1000, 0,
+						 on_mhd_timer, m);
+}
+
+int metrics_http_start(struct manager *m)
+{
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	int r;
+
+	if (!m->cfg.metrics_listen[0])
+		return 0;
+	r = parse_listen(m->cfg.metrics_listen, &ss);
+	if (r < 0)
+		return log_error_errno(r, "Bad metrics listen address '%s'", m->cfg.metrics_listen);
+	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				  MHD_OPTION_END);
+	if (!m->mhd)
+		return log_error_errno(EADDRINUSE, "Cannot serve metrics on %s", m->cfg.metrics_listen);
+	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info)
+		return log_error_errno(EIO, "libmicrohttpd gave no epoll fd");
+	r = sd_event_add_io(m->event, &m->mhd_io_source, info->epoll_fd, EPOLLIN, on_mhd, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch the metrics listener");
+	log_info("Serving metrics on http://%s/metrics", m->cfg.metrics_listen);
+	return 0;
+}
+
+void metrics_http_stop(struct manager *m)
+{
+	m->mhd_timer_source = sd_event_source_disable_unref(m->mhd_timer_source);
+	m->mhd_io_source = sd_event_source_disable_unref(m->mhd_io_source);
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
+	m->mhd = NULL;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* /metrics over HTTP (libmicrohttpd without threads of its own: its epoll fd
+ * is a source on our loop, so a scrape reads counters with no locking). */
+#pragma once
+
+#include <stdio.h>
+
+struct manager;
+
+int metrics_http_start(struct manager *m);
+void metrics_http_stop(struct manager *m);
+/* The whole exposition, as a scrape sees it. */
+void metrics_write(struct manager *m, FILE *f);

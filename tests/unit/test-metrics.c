@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "tap.h"
+
+static char *render(void (*fn)(FILE *, const void *), const void *arg)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	fn(f, arg);
+	fclose(f);
+	return buf;
+}
+
+static void label(FILE *f, const void *v)
+{
+	metric_label_value(f, v);
+}
+
+static void hist(FILE *f, const void *h)
+{
+	metric_hist(f, "wbguard_test_seconds", h);
+}
+
+int main(void)
+{
+	static const double b[] = { 0.001, 0.01, 0.1 };
+	struct wbg_hist h;
+	char *s;
+
+	s = render(label, "system.slice/a b.service");
+	CHECK(strcmp(s, "system.slice/a b.service") == 0, "plain value unchanged");
+	free(s);
+	s = render(label, "x\"y\\z\nw");
+	CHECK(strcmp(s, "x\\\"y\\\\z\\nw") == 0, "quote, backslash, newline escaped: %s", s);
+	free(s);
+	s = render(label, "caf\xc3\xa9/\xff\xfe");
+	CHECK(strcmp(s, "caf\xc3\xa9/\\\\xff\\\\xfe") == 0, "UTF-8 kept, invalid bytes as \\\\xNN: %s", s);
+	free(s);
+
+	hist_init(&h, b, 3);
+	hist_observe(&h, 0.0005);
+	hist_observe(&h, 0.005);
+	hist_observe(&h, 0.005);
+	hist_observe(&h, 5);
+	s = render(hist, &h);
+	CHECK(strstr(s, "wbguard_test_seconds_bucket{le=\"0.001\"} 1\n") && strstr(s, "{le=\"0.01\"} 3\n") &&
+		      strstr(s, "{le=\"0.1\"} 3\n") && strstr(s, "{le=\"+Inf\"} 4\n") &&
+		      strstr(s, "wbguard_test_seconds_count 4\n"),
+	      "cumulative buckets, +Inf, count:\n%s", s);
+	free(s);
+	return tap_done();
+}
