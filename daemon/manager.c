@@ -52,6 +52,49 @@ static struct wbg_handover *find_active(struct manager *m, uint64_t id)
 	return f ? *f : NULL;
 }
 
+static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+{
+	struct wbg_evidence *e = userdata;
+
+	if (k->target_state == WBG_TARGET_DYING) {
+		if (k->ret == 0)
+			e->ok_to_dying += count;
+		else if (k->ret == -ENOENT)
+			e->enoent_to_dying += count;
+	}
+	return 0;
+}
+
+void manager_refresh_verdict(struct manager *m)
+{
+	enum wbg_verdict d, b;
+
+	m->verdict_checked_usec = now_usec(m);
+	if (wbg_bpf_groups(m->bpf) & WBG_BPF_WBID) {
+		m->evidence.ok_to_dying = m->evidence.enoent_to_dying = 0;
+		(void)wbg_bpf_foreach_wbid(m->bpf, sum_dying, &m->evidence);
+	}
+	d = verdict_dying_wb(&m->evidence);
+	b = verdict_bdev_flush(&m->evidence);
+	if (d != m->dying_wb)
+		log_info("Kernel dying-wb fallback: %s (symbol %s, foreign flushes to dying wbs: %" PRIu64
+			 " ok, %" PRIu64 " -ENOENT)",
+			 wbg_verdict_to_string(d), m->evidence.sym_lookup_dying ? "present" : "absent",
+			 m->evidence.ok_to_dying, m->evidence.enoent_to_dying);
+	if (b != m->bdev_flush)
+		log_info("Kernel flushes foreign bdev mappings separately: %s (symbol %s, flush_foreign dev field %s)",
+			 wbg_verdict_to_string(b), m->evidence.sym_bdev_flush ? "present" : "absent",
+			 m->evidence.tp_dev_field ? "present" : "absent");
+	m->dying_wb = d;
+	m->bdev_flush = b;
+	/* auto: on unless the kernel shows it reaches dying wbs itself */
+	if (m->cfg.mitigation == WBG_MITIGATION_AUTO && m->mitigating != (d != WBG_VERDICT_ACTIVE)) {
+		m->mitigating = d != WBG_VERDICT_ACTIVE;
+		log_info("Mitigation %s (mode auto, dying-wb fallback %s)", m->mitigating ? "on" : "off",
+			 wbg_verdict_to_string(d));
+	}
+}
+
 /* The end of a handover: counted, recorded, logged, freed. */
 static void retire(struct manager *m, struct wbg_handover *h)
 {
@@ -83,6 +126,9 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	}
 	json_object_put(o);
 	handover_free(h);
+	/* new evidence comes with use; at most every 10 s, never on a timer */
+	if (now_usec(m) - m->verdict_checked_usec > 10ULL * 1000 * 1000)
+		manager_refresh_verdict(m);
 }
 
 static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
@@ -717,16 +763,9 @@ int manager_start(struct manager *m)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
-	if (m->cfg.mitigation == WBG_MITIGATION_AUTO) {
-		/* Until the verdict engine (BPF evidence) decides, the fallback
-		 * is known present only by its symbol (seed 000's v1 patch). */
-		r = kallsyms_has("/proc/kallsyms", "wb_get_lookup_dying");
-		if (r > 0) {
-			m->mitigating = false;
-			log_info("Kernel has the dying-wb fallback (wb_get_lookup_dying): mitigation off");
-		} else
-			log_info("No sign of the dying-wb fallback in this kernel: mitigation on");
-	}
+	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing", &m->evidence);
+	m->dying_wb = m->bdev_flush = _WBG_VERDICT_MAX; /* so the first refresh logs */
+	manager_refresh_verdict(m);
 
 	r = reload_mounts(m);
 	if (r < 0)

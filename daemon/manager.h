@@ -15,6 +15,7 @@
 #include "mountinfo.h"
 #include "registry.h"
 #include "scratch.h"
+#include "verdict.h"
 #include "watch-cgroupfs.h"
 
 #define WBG_RECORDS_MAX 1024
@@ -40,6 +41,9 @@ struct manager {
 	sd_event_source *uevent_source;
 	struct wbg_scratch scratch;
 	bool mitigating;
+	struct wbg_evidence evidence;
+	enum wbg_verdict dying_wb, bdev_flush;
+	uint64_t verdict_checked_usec;
 
 	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
 	sd_bus *bus; /* system bus, NULL while there is none */
@@ -79,6 +83,9 @@ int manager_run(struct manager *m);
 /* systemd says the unit whose cgroup is this ("/system.slice/x.service") is
  * being stopped. */
 void manager_stop_hint(struct manager *m, const char *cgroup_path);
+/* Re-reads the evidence the BPF counters hold, updates the verdicts and,
+ * with mitigation = auto, switches the mitigation by them. */
+void manager_refresh_verdict(struct manager *m);
 /* systemd queued a job for this unit (type not known yet). */
 void manager_job_hint(struct manager *m, const char *unit);
 /* ... and its type, once known. */

@@ -88,6 +88,28 @@ void metrics_write(struct manager *m, FILE *f)
 		fprintf(f, "wbguard_bpf_programs_loaded{group=\"%s\"} %d\n", groups[g],
 			(wbg_bpf_groups(m->bpf) & (1U << g)) ? 1 : 0);
 
+	manager_refresh_verdict(m);
+	metric_family(f, "wbguard_kernel_dying_wb_fallback", "gauge",
+		      "Whether the kernel's foreign flushes reach dying wbs (seed 000): 1 on the state that holds.");
+	for (unsigned v = 0; v < _WBG_VERDICT_MAX; v++)
+		fprintf(f, "wbguard_kernel_dying_wb_fallback{state=\"%s\"} %d\n", wbg_verdict_to_string(v), m->dying_wb == v);
+	metric_family(f, "wbguard_kernel_dying_wb_fallback_evidence", "gauge",
+		      "What the dying-wb verdict rests on: the symbol (0/1), foreign flushes to dying wbs that "
+		      "succeeded and that got -ENOENT since wbguardd started.");
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"symbol\"} %d\n", m->evidence.sym_lookup_dying);
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"ok_to_dying\"} %" PRIu64 "\n", m->evidence.ok_to_dying);
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"enoent_to_dying\"} %" PRIu64 "\n",
+		m->evidence.enoent_to_dying);
+	metric_family(f, "wbguard_kernel_bdev_foreign_flush", "gauge",
+		      "Whether the kernel flushes foreign block-device mappings separately (seed 001).");
+	for (unsigned v = 0; v < _WBG_VERDICT_MAX; v++)
+		fprintf(f, "wbguard_kernel_bdev_foreign_flush{state=\"%s\"} %d\n", wbg_verdict_to_string(v), m->bdev_flush == v);
+	metric_family(f, "wbguard_kernel_bdev_foreign_flush_evidence", "gauge",
+		      "What the bdev verdict rests on: its symbol, and a dev field in writeback:flush_foreign.");
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"symbol\"} %d\n", m->evidence.sym_bdev_flush);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"tracepoint_dev_field\"} %d\n",
+		m->evidence.tp_dev_field);
+
 	if (wbg_bpf_groups(m->bpf) & WBG_BPF_WBID) {
 		struct wbid_sum s = { 0 };
 

@@ -50,3 +50,8 @@ daemon_stop() {
 	cp /run/wbguard/handovers.jsonl /wbg-out/ 2>/dev/null
 	return $DAEMON_RC
 }
+
+# metric NAME{LABELS}: its value in the last scrape_metrics.
+scrape_metrics() { curl -sf http://127.0.0.1:9573/metrics >/wbg-out/metrics.txt; }
+metric() { awk -v k="$1" '$1 == k {print $2}' /wbg-out/metrics.txt; }
+verdict() { grep "^wbguard_kernel_$1{state=" /wbg-out/metrics.txt | awk '$2 == 1' | sed 's/.*state="\([a-z]*\)".*/\1/'; }

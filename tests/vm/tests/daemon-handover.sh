@@ -26,7 +26,6 @@ check "metrics endpoint answers" test $? = 0
 promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
 check "promtool check metrics passes" test $? = 0
 sed 's/^/# promtool: /' /wbg-out/promtool.txt
-metric() { awk -v k="$1" '$1 == k {print $2}' /wbg-out/metrics.txt; }
 check "handovers counted by trigger and outcome" \
 	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="flushed"}')" -ge 2
 check "reaction histogram has both handovers" test "$(metric wbguard_handover_reaction_seconds_count)" -ge 2

@@ -16,5 +16,9 @@ check "-ENOENT for the dying cgroup is under 1% of its flushes" test $((${enoent
 # wbguardd sees the fallback and stands down (mitigation = auto).
 daemon_start "$WBG_BUILD"
 check "wbguardd starts on the patched kernel" test $? = 0
-check "wbguardd turns its mitigation off by itself" grep -q 'dying-wb fallback (wb_get_lookup_dying): mitigation off' /wbg-out/wbguardd.log
+check "wbguardd turns its mitigation off by itself" grep -q 'Mitigation off (mode auto, dying-wb fallback active)' /wbg-out/wbguardd.log
+scrape_metrics
+check "verdict: dying-wb fallback active" test "$(verdict dying_wb_fallback)" = active
+check "verdict: bdev foreign flush missing (only patch 1)" test "$(verdict bdev_foreign_flush)" = missing
+check "mitigation gauge 0" test "$(metric wbguard_mitigation_active)" = 0
 daemon_stop

@@ -4,6 +4,10 @@
 # independent bpftrace kretprobe sees. Short scenario: functional, not timed.
 . "$WBG_TOP/tests/vm/lib.sh"
 S="$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12"
+# wbguardd watching with its mitigation off: it must see the stall's evidence.
+printf '[mitigation]\nmode = off\n' >/tmp/off.conf
+daemon_start "$WBG_BUILD" --config /tmp/off.conf
+check "wbguardd starts (mitigation off)" test $? = 0
 witness_start
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/ext4.json
 check "wbstall (BPF attached) on ext4, removed" test $? = 0
@@ -31,3 +35,12 @@ check "alive: no -ENOENT for the old cgroup" test -z "$(jqv /wbg-out/alive.json 
 check "alive: foreign flushes to the old cgroup succeed" test "$(jqv /wbg-out/alive.json '.cgroup_writeback_by_id.old_target.ok')" -gt 0
 check "no cgroup left behind" test ! -e /sys/fs/cgroup/wbstall
 check "no file left behind" test -z "$(ls /mnt/ext4/ /mnt/xfs | grep wbstall)"
+
+scrape_metrics
+check "verdict: dying-wb fallback missing on stock 6.12" test "$(verdict dying_wb_fallback)" = missing
+check "verdict evidence: -ENOENT to dying wbs counted" \
+	test "$(metric 'wbguard_kernel_dying_wb_fallback_evidence{kind="enoent_to_dying"}')" -gt 0
+check "verdict: bdev foreign flush missing on stock 6.12" test "$(verdict bdev_foreign_flush)" = missing
+check "handovers recorded as disabled, not lost" \
+	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="disabled"}')" -gt 0
+daemon_stop

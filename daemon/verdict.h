@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Does this kernel reach dying wbs (seed 000) and flush foreign block-device
+ * mappings separately (seed 001)? Decided from evidence, never from a version
+ * number: symbols, tracepoint formats, and what the kernel's foreign flushes
+ * actually returned for dying targets.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum wbg_verdict { WBG_VERDICT_UNKNOWN, WBG_VERDICT_ACTIVE, WBG_VERDICT_MISSING, _WBG_VERDICT_MAX };
+
+struct wbg_evidence {
+	/* dying-wb fallback */
+	bool sym_lookup_dying;       /* wb_get_lookup_dying in kallsyms (v1 patch) */
+	uint64_t ok_to_dying;        /* cgroup_writeback_by_id() == 0 for a dying target */
+	uint64_t enoent_to_dying;    /* == -ENOENT for a dying target */
+	/* separate flushes of foreign bdev mappings */
+	bool sym_bdev_flush;         /* bdev_flush_by_dev or bdev_writeback_by_dev */
+	bool tp_dev_field;           /* writeback:flush_foreign has a "dev" field */
+};
+
+/* Active on any sign of the fallback: its symbol, or one foreign flush that
+ * reached a dying wb (a patched kernel still misses a few when the wb has no
+ * dirty IO at that instant, so misses beside hits do not count against it).
+ * Missing when flushes to dying targets were seen and every one failed.
+ * Unknown without evidence either way. */
+enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e);
+/* Active on the patch's symbol or its tracepoint field; missing otherwise
+ * (both are there from boot when the patch is). */
+enum wbg_verdict verdict_bdev_flush(const struct wbg_evidence *e);
+const char *wbg_verdict_to_string(enum wbg_verdict v);
+
+/* The static evidence: kallsyms and the tracepoint's format file (paths given
+ * so tests can use fixtures). Missing files leave the fields false. */
+void evidence_read_static(const char *kallsyms, const char *tracefs, struct wbg_evidence *e);
