@@ -163,20 +163,43 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		__sync_fetch_and_add(&c->count, 1);
 }
 
+/* The last (cgroup, inode) each CPU recorded: a writer dirties many folios
+ * of one file in a row, and those need no map updates. (So the folio counts
+ * are counts of such runs, not of folios.) */
+struct last_seen {
+	__u64 cgroup_id;
+	__u64 inode;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_seen);
+} dirty_last SEC(".maps");
+
 /* A folio became dirty: attributed to the cgroup of the task dirtying it,
  * which is the memcg it is charged to for a container's own writes. */
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	__u64 cgid = bpf_get_current_cgroup_id();
+	struct last_seen *last;
 	struct inode *inode;
-	__u32 mode, dev;
+	__u32 mode, dev, zero = 0;
 
 	if (!mapping) /* the verifier knows the argument may be NULL */
 		return 0;
 	inode = BPF_CORE_READ(mapping, host);
 	if (!inode)
 		return 0;
+	last = bpf_map_lookup_elem(&dirty_last, &zero);
+	if (last) {
+		if (last->cgroup_id == cgid && last->inode == (__u64)inode)
+			return 0;
+		last->cgroup_id = cgid;
+		last->inode = (__u64)inode;
+	}
 	mode = BPF_CORE_READ(inode, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) {
 		/* The block device's own page cache (its inode lives on the

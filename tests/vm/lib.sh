@@ -5,7 +5,7 @@ not_ok() { echo "not ok - $*"; }
 skip() { echo "skip - $*"; }
 # check NAME CMD...: ok when CMD succeeds.
 check() {
-	name=$1
+	local name=$1
 	shift
 	if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
@@ -14,6 +14,7 @@ jqv() { jq -r "$2 // empty" "$1" 2>/dev/null; }
 # Starts the independent bpftrace witness of cgroup_writeback_by_id results
 # and waits until its probe is attached; witness_stop prints "RET COUNT" lines.
 witness_start() {
+	local i
 	bpftrace -e 'kretprobe:cgroup_writeback_by_id { @ret[(int32)retval] = count(); }' >/tmp/witness.txt 2>&1 &
 	WITNESS=$!
 	i=0
@@ -29,7 +30,7 @@ witness_stop() {
 # daemon_start BUILD [ARGS...]: starts wbguardd in the background, logging
 # to /wbg-out/wbguardd.log, and waits until it watches the tree.
 daemon_start() {
-	b=$1
+	local b=$1 i
 	shift
 	rm -f /run/wbguard/handovers.jsonl
 	"$b/daemon/wbguardd" --log-level=info "$@" >/wbg-out/wbguardd.log 2>&1 &
