@@ -250,6 +250,14 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	}
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
+	if (IS("metrics", "textfile")) {
+		*expect = "an absolute path ending in .prom, or empty";
+		if (!*v)
+			return c->metrics_textfile[0] = 0, 0;
+		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom") != 0)
+			return -EINVAL;
+		return parse_path(v, true, c->metrics_textfile, sizeof(c->metrics_textfile));
+	}
 	if (IS("metrics", "listen")) {
 		*expect = "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
 		if (strcmp(v, "off") == 0 || !*v)

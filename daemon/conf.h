@@ -42,6 +42,7 @@ struct wbg_config {
 	bool bpf;
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
+	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 };
 
 void config_init(struct wbg_config *c);

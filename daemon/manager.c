@@ -129,6 +129,7 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	/* new evidence comes with use; at most every 10 s, never on a timer */
 	if (now_usec(m) - m->verdict_checked_usec > 10ULL * 1000 * 1000)
 		manager_refresh_verdict(m);
+	metrics_textfile_update(m, false);
 }
 
 static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
@@ -842,6 +843,8 @@ struct manager *manager_free(struct manager *m)
 	if (!m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
+	if (m->event)
+		metrics_textfile_update(m, true);
 	watch_systemd_stop(m);
 	metrics_http_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);

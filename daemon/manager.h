@@ -74,6 +74,7 @@ struct manager {
 	struct MHD_Daemon *mhd;
 	sd_event_source *mhd_io_source, *mhd_timer_source;
 	uint64_t scrapes;
+	uint64_t textfile_written_usec;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 #include <microhttpd.h>
 
 #include "bpf-counters.h"
@@ -223,4 +224,36 @@ void metrics_http_stop(struct manager *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+}
+
+void metrics_textfile_update(struct manager *m, bool force)
+{
+	char tmp[sizeof(m->cfg.metrics_textfile) + 16];
+	uint64_t now = 0;
+	FILE *f;
+
+	if (!m->cfg.metrics_textfile[0])
+		return;
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+	if (!force && now - m->textfile_written_usec < 5ULL * 1000 * 1000)
+		return;
+	m->textfile_written_usec = now;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", m->cfg.metrics_textfile);
+	f = fopen(tmp, "we");
+	if (!f) {
+		log_warning_errno(errno, "Cannot write %s", tmp);
+		return;
+	}
+	metrics_write(m, f);
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+		log_warning_errno(errno, "Cannot write %s", tmp);
+		fclose(f);
+		(void)unlink(tmp);
+		return;
+	}
+	fclose(f);
+	if (rename(tmp, m->cfg.metrics_textfile) < 0) {
+		log_warning_errno(errno, "Cannot rename %s", tmp);
+		(void)unlink(tmp);
+	}
 }

@@ -3,6 +3,7 @@
  * is a source on our loop, so a scrape reads counters with no locking). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct manager;
@@ -11,3 +12,5 @@ int metrics_http_start(struct manager *m);
 void metrics_http_stop(struct manager *m);
 /* The whole exposition, as a scrape sees it. */
 void metrics_write(struct manager *m, FILE *f);
+/* The configured textfile, rewritten atomically; force ignores the throttle. */
+void metrics_textfile_update(struct manager *m, bool force);

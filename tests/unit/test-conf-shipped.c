@@ -40,7 +40,8 @@ int main(int argc, char **argv)
 		      uncommented.bpf == def.bpf && uncommented.flush_bdev == def.flush_bdev &&
 		      uncommented.scratch_cycle == def.scratch_cycle && uncommented.log_level == def.log_level &&
 		      strcmp(uncommented.state_dir, def.state_dir) == 0 && uncommented.n_roots == 0 &&
-		      strcmp(uncommented.metrics_listen, def.metrics_listen) == 0,
+		      strcmp(uncommented.metrics_listen, def.metrics_listen) == 0 &&
+		      strcmp(uncommented.metrics_textfile, def.metrics_textfile) == 0,
 	      "documented defaults are the built-in defaults");
 	CHECK(config_passes_for(&uncommented, "ext4") == 2 && config_passes_for(&uncommented, "xfs") == 1 &&
 		      config_passes_for(&uncommented, "btrfs") == 1 && config_passes_for(&uncommented, "f2fs") == 1,

@@ -79,6 +79,12 @@ int main(void)
 	CHECK(parse(&c, "[metrics]\nlisten = localhost:80\n") < 0 && strstr(last_err, "ADDRESS:PORT"),
 	      "a host name is no address: %s", last_err);
 	CHECK(parse(&c, "[metrics]\nlisten = 127.0.0.1:70000\n") < 0, "port out of range");
+	CHECK(parse(&c, "[metrics]\ntextfile = wbguard.prom\n") < 0 && strstr(last_err, "absolute path ending in .prom"),
+	      "relative textfile rejected");
+	CHECK(parse(&c, "[metrics]\ntextfile = /var/lib/x/wbguard.txt\n") < 0, "textfile not ending in .prom rejected");
+	CHECK(parse(&c, "[metrics]\ntextfile = /var/lib/node_exporter/wbguard.prom\n") == 0 &&
+		      strcmp(c.metrics_textfile, "/var/lib/node_exporter/wbguard.prom") == 0,
+	      "textfile path");
 	config_done(&c);
 
 	/* Drop-ins override the main file in lexical order; a bad drop-in

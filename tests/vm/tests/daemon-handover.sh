@@ -5,7 +5,8 @@
 # wb_stats then shows no dirty dying wb. A second cgroup removed at once
 # (flush still running at rmdir) is handled the same way.
 . "$WBG_TOP/tests/vm/lib.sh"
-daemon_start "$WBG_BUILD"
+printf '[metrics]\ntextfile = /run/wbguard/wbguard.prom\n' >/tmp/textfile.conf
+daemon_start "$WBG_BUILD" --config /tmp/textfile.conf
 check "wbguardd starts and watches the tree" test $? = 0
 grep -q 'BPF on' /wbg-out/wbguardd.log
 check "BPF programs loaded" test $? = 0
@@ -35,6 +36,10 @@ check "kernel foreign flush series exported" grep -q '^wbguard_kernel_foreign_fl
 check "unknown path is 404" test "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/nope)" = 404
 daemon_stop
 check "wbguardd exits 0 on SIGTERM" test "$DAEMON_RC" = 0
+promtool check metrics </run/wbguard/wbguard.prom >/dev/null 2>&1
+check "textfile written at exit, and promtool accepts it" test $? = 0
+check "textfile has the final counts" grep -q '^wbguard_cleanup_cycles_total [1-9]' /run/wbguard/wbguard.prom
+check "no temporary textfile left" test ! -e /run/wbguard/wbguard.prom.tmp
 R=/wbg-out/handovers.jsonl
 sed 's/^/# /' $R
 ha=$(grep '"cgroup":"t/a"' $R)
