@@ -1,30 +1,144 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* wbguardctl: the command line for wbguardd. */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <json-c/json.h>
 
 #include "cli-util.h"
 #include "log.h"
+#include "parse-util.h"
+#include "verify.h"
+
+static volatile int stop;
 
 static void help(void)
 {
 	printf("Usage: wbguardctl [OPTIONS] COMMAND\n\n"
 	       "Inspect and drive wbguardd.\n\n"
-	       "  -h --help       show this help\n"
-	       "     --version    show the version\n");
+	       "Commands:\n"
+	       "  verify    Probe whether this kernel's foreign flushes reach dying cgroup\n"
+	       "            writeback (seed 000's fallback): a few MiB written in a private\n"
+	       "            scratch cgroup and directory, seconds. Leaves nothing behind.\n"
+	       "            Exit status: 0 active, 1 missing, 2 unknown (or the probe\n"
+	       "            could not run).\n\n"
+	       "Options:\n"
+	       "  -h --help              show this help\n"
+	       "     --version           show the version\n"
+	       "     --json              machine-readable output\n"
+	       "     --dir DIR           where the probe writes (default /var/tmp; must be on disk)\n"
+	       "     --cgroup-root PATH  cgroup2 mount (default /sys/fs/cgroup)\n"
+	       "     --timeout SEC       give up on seeing a foreign flush (default 20)\n");
+}
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static struct json_object *evidence_json(const struct verify_result *r)
+{
+	struct json_object *o = json_object_new_object(), *d = json_object_new_object(),
+			   *de = json_object_new_object(), *b = json_object_new_object(),
+			   *be = json_object_new_object();
+
+	json_object_object_add(d, "state", json_object_new_string(wbg_verdict_to_string(r->dying_wb)));
+	json_object_object_add(de, "symbol", json_object_new_boolean(r->evidence.sym_lookup_dying));
+	json_object_object_add(de, "ok_to_dying", json_object_new_uint64(r->evidence.ok_to_dying));
+	json_object_object_add(de, "enoent_to_dying", json_object_new_uint64(r->evidence.enoent_to_dying));
+	json_object_object_add(d, "evidence", de);
+	json_object_object_add(b, "state", json_object_new_string(wbg_verdict_to_string(r->bdev_flush)));
+	json_object_object_add(be, "symbol", json_object_new_boolean(r->evidence.sym_bdev_flush));
+	json_object_object_add(be, "tracepoint_dev_field", json_object_new_boolean(r->evidence.tp_dev_field));
+	json_object_object_add(b, "evidence", be);
+	json_object_object_add(o, "dying_wb_fallback", d);
+	json_object_object_add(o, "bdev_foreign_flush", b);
+	json_object_object_add(o, "seconds", json_object_new_double(r->seconds));
+	return o;
+}
+
+static int verify(bool json, const char *dir, const char *root, double timeout)
+{
+	struct verify_opts o = { .cgroup_root = root, .dir = dir, .timeout_s = timeout, .stop = &stop };
+	struct verify_result r;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int k;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	k = verify_run(&o, &r);
+	if (k < 0) {
+		if (k == -EINTR)
+			log_error("Interrupted; everything the probe made is removed");
+		return 2;
+	}
+	if (json) {
+		struct json_object *j = evidence_json(&r);
+
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+		json_object_put(j);
+	} else {
+		printf("dying-wb fallback:   %s (symbol %s; foreign flushes to the dying wb: %llu ok, %llu -ENOENT)\n",
+		       wbg_verdict_to_string(r.dying_wb), r.evidence.sym_lookup_dying ? "present" : "absent",
+		       (unsigned long long)r.evidence.ok_to_dying, (unsigned long long)r.evidence.enoent_to_dying);
+		printf("bdev foreign flush:  %s (symbol %s; flush_foreign dev field %s)\n",
+		       wbg_verdict_to_string(r.bdev_flush), r.evidence.sym_bdev_flush ? "present" : "absent",
+		       r.evidence.tp_dev_field ? "present" : "absent");
+		printf("probe took %.1f s%s\n", r.seconds, r.saw_flush ? "" : "; the kernel made no foreign flush");
+	}
+	return r.dying_wb == WBG_VERDICT_ACTIVE ? 0 : r.dying_wb == WBG_VERDICT_MISSING ? 1 : 2;
 }
 
 int main(int argc, char **argv)
 {
-	int r = cli_help_version(argc, argv, "wbguardctl", help);
+	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
+		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
+		{ "cgroup-root", required_argument, NULL, ARG_ROOT }, { "timeout", required_argument, NULL, ARG_TIMEOUT },
+		{},
+	};
+	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup";
+	double timeout = 20;
+	bool json = false;
+	int c;
 
-	if (r != 0)
-		return r > 0 ? 0 : 2;
-	if (optind < argc) {
-		log_error("Unknown command '%s'; see --help", argv[optind]);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			printf("wbguardctl %s\n", WBGUARD_VERSION);
+			return 0;
+		case ARG_JSON:
+			json = true;
+			break;
+		case ARG_DIR:
+			dir = optarg;
+			break;
+		case ARG_ROOT:
+			root = optarg;
+			break;
+		case ARG_TIMEOUT:
+			if (parse_double(optarg, &timeout) < 0 || timeout <= 0) {
+				log_error("--timeout: '%s' is not a number of seconds", optarg);
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		help();
 		return 2;
 	}
-	help();
-	return 0;
+	if (strcmp(argv[optind], "verify") == 0)
+		return verify(json, dir, root, timeout);
+	log_error("Unknown command '%s'; see --help", argv[optind]);
+	return 2;
 }

@@ -22,3 +22,7 @@ check "verdict: dying-wb fallback active" test "$(verdict dying_wb_fallback)" = 
 check "verdict: bdev foreign flush missing (only patch 1)" test "$(verdict bdev_foreign_flush)" = missing
 check "mitigation gauge 0" test "$(metric wbguard_mitigation_active)" = 0
 daemon_stop
+
+"$WBG_BUILD/daemon/wbguardctl" verify --dir /mnt/ext4 >/wbg-out/verify.txt
+check "verify exits 0 (active) on the patched kernel" test $? = 0
+sed 's/^/# verify: /' /wbg-out/verify.txt

@@ -44,3 +44,19 @@ check "verdict: bdev foreign flush missing on stock 6.12" test "$(verdict bdev_f
 check "handovers recorded as disabled, not lost" \
 	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="disabled"}')" -gt 0
 daemon_stop
+
+# The active probe: the same verdict, quickly, and nothing left behind, even
+# when interrupted.
+start=$(date +%s)
+"$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
+check "verify exits 1 (missing) on stock 6.12" test $? = 1
+check "verify says missing" test "$(jq -r .dying_wb_fallback.state /wbg-out/verify.json)" = missing
+check "verify takes under 30 s" test $(($(date +%s) - start)) -lt 30
+"$WBG_BUILD/daemon/wbguardctl" verify --dir /mnt/ext4 >/dev/null 2>&1 &
+v=$!
+sleep 1.5
+kill -INT $v
+wait $v
+check "interrupted verify exits 2" test $? = 2
+check "verify leaves no cgroup behind" test -z "$(ls /sys/fs/cgroup | grep wbguard.verify)"
+check "verify leaves no file behind" test -z "$(ls /mnt/ext4 | grep wbguard-verify)"

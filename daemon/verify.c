@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "bpf-counters.h"
+#include "cgroup-util.h"
+#include "log.h"
+#include "macro.h"
+#include "verify.h"
+
+#define NFILES 16
+#define OLD_BYTES (1 << 20)  /* per file: 16 MiB in all, left dirty */
+#define CHUNK (64 * 1024)
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Appends to the files from inside the cgroup: bytes per file, or until
+ * killed when bytes is 0. */
+static int writer(const char *root, const char *cg, const char *dir, size_t bytes)
+{
+	char buf[CHUNK], p[PATH_MAX];
+	int fds[NFILES];
+
+	if (cg_enter(root, cg) < 0)
+		return 1;
+	memset(buf, 'v', sizeof(buf));
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		fds[i] = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (fds[i] < 0)
+			return 1;
+	}
+	for (size_t done = 0; bytes == 0 || done < bytes; done += CHUNK)
+		for (int i = 0; i < NFILES; i++)
+			if (write(fds[i], buf, CHUNK) != CHUNK)
+				return 1;
+	return 0;
+}
+
+static pid_t spawn(const char *root, const char *cg, const char *dir, size_t bytes)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(writer(root, cg, dir, bytes));
+	return pid;
+}
+
+static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+{
+	struct wbg_evidence *e = userdata;
+
+	if (k->target_state == WBG_TARGET_DYING) {
+		if (k->ret == 0)
+			e->ok_to_dying += count;
+		else if (k->ret == -ENOENT)
+			e->enoent_to_dying += count;
+	}
+	return 0;
+}
+
+int verify_run(const struct verify_opts *o, struct verify_result *ret)
+{
+	_cleanup_(wbg_bpf_freep) struct wbg_bpf *bpf = NULL;
+	struct verify_result res = { 0 };
+	char parent[64], old[96], new[96], dir[PATH_MAX], p[PATH_MAX + 96];
+	pid_t pid = -1;
+	double t0 = mono();
+	int r, status;
+
+	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing", &res.evidence);
+	r = wbg_bpf_open(WBG_BPF_WBID, 0, &bpf);
+	if (r < 0)
+		return log_error_errno(r, "verify needs BPF (fexit on cgroup_writeback_by_id)");
+
+	snprintf(parent, sizeof(parent), "wbguard.verify-%d", (int)getpid());
+	snprintf(old, sizeof(old), "%s/old", parent);
+	snprintf(new, sizeof(new), "%s/new", parent);
+	snprintf(dir, sizeof(dir), "%s/wbguard-verify.XXXXXX", o->dir);
+	if (!mkdtemp(dir))
+		return log_error_errno(errno, "Cannot create a directory in %s", o->dir);
+	snprintf(p, sizeof(p), "%s/%s", o->cgroup_root, parent);
+	if (mkdir(p, 0755) < 0) {
+		r = log_error_errno(errno, "Cannot create cgroup %s", p);
+		goto out_dir;
+	}
+	r = cg_write(o->cgroup_root, parent, "cgroup.subtree_control", "+memory");
+	if (r >= 0)
+		r = cg_write(o->cgroup_root, parent, "memory.max", "64M");
+	if (r < 0) {
+		log_error_errno(r, "Cannot set up the memory controller in %s", p);
+		goto out_cg;
+	}
+	for (const char *c = old; c; c = c == old ? new : NULL) {
+		snprintf(p, sizeof(p), "%s/%s", o->cgroup_root, c);
+		if (mkdir(p, 0755) < 0) {
+			r = log_error_errno(errno, "Cannot create cgroup %s", p);
+			goto out_cg;
+		}
+	}
+
+	/* The old owner writes and exits with everything dirty, and goes. */
+	pid = spawn(o->cgroup_root, old, dir, OLD_BYTES);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		r = log_error_errno(EIO, "The probe's first writer failed");
+		pid = -1;
+		goto out_cg;
+	}
+	pid = -1;
+	r = cg_rmdir(o->cgroup_root, old, 5000);
+	if (r < 0) {
+		log_error_errno(r, "Cannot remove %s", old);
+		goto out_cg;
+	}
+
+	/* The replacement appends until the kernel flushes for it. */
+	pid = spawn(o->cgroup_root, new, dir, 0);
+	while (pid > 0 && !(o->stop && *o->stop) && mono() - t0 < o->timeout_s) {
+		struct wbg_evidence e = res.evidence;
+
+		e.ok_to_dying = e.enoent_to_dying = 0;
+		(void)wbg_bpf_foreach_wbid(bpf, sum_dying, &e);
+		res.evidence = e;
+		/* One flush that reached the dying wb settles it; misses need
+		 * company, a patched kernel has the odd one too. */
+		if (e.ok_to_dying >= 1 || e.enoent_to_dying >= 8)
+			break;
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			pid = -1;
+			break;
+		}
+		usleep(100 * 1000);
+	}
+	res.saw_flush = res.evidence.ok_to_dying + res.evidence.enoent_to_dying > 0;
+	r = o->stop && *o->stop ? -EINTR : 0;
+
+out_cg:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		(void)waitpid(pid, &status, 0);
+	}
+	(void)cg_rmdir(o->cgroup_root, new, 5000);
+	(void)cg_rmdir(o->cgroup_root, old, 5000);
+	(void)cg_rmdir(o->cgroup_root, parent, 5000);
+out_dir:
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		(void)unlink(p);
+	}
+	(void)rmdir(dir);
+	if (r < 0)
+		return r;
+	res.dying_wb = verdict_dying_wb(&res.evidence);
+	res.bdev_flush = verdict_bdev_flush(&res.evidence);
+	res.seconds = mono() - t0;
+	*ret = res;
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The active probe behind `wbguardctl verify`: seed 000's minimal recipe at
+ * small scale. A private scratch cgroup's "old" child appends to a few files
+ * and exits with them dirty, is removed, and a "new" sibling keeps appending
+ * under a small parent memory.max until the kernel makes a foreign flush to
+ * the dying wb; what that returns (counted by BPF) is the verdict's evidence.
+ * Everything it creates is removed again, also when interrupted.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "verdict.h"
+
+struct verify_opts {
+	const char *cgroup_root;
+	const char *dir;       /* on a disk-backed filesystem */
+	double timeout_s;      /* give up on seeing a foreign flush after this */
+	volatile int *stop;    /* set by a signal handler: clean up and return */
+};
+
+struct verify_result {
+	struct wbg_evidence evidence;
+	enum wbg_verdict dying_wb, bdev_flush;
+	double seconds;
+	bool saw_flush; /* a foreign flush to the dying wb happened */
+};
+
+int verify_run(const struct verify_opts *o, struct verify_result *ret);
