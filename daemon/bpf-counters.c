@@ -377,3 +377,28 @@ int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
 {
 	return b->rmdir_rb ? ring_buffer__consume(b->rmdir_rb) : 0;
 }
+
+static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+{
+	uint64_t *v = userdata;
+
+	if (k->target_state == WBG_TARGET_DYING) {
+		if (k->ret == 0)
+			v[0] += count;
+		else if (k->ret == -ENOENT)
+			v[1] += count;
+	}
+	return 0;
+}
+
+int wbg_bpf_dying_results(const struct wbg_bpf *b, uint64_t *ret_ok, uint64_t *ret_enoent)
+{
+	uint64_t v[2] = { 0, 0 };
+	int r = wbg_bpf_foreach_wbid(b, sum_dying, v);
+
+	if (r < 0)
+		return r;
+	*ret_ok = v[0];
+	*ret_enoent = v[1];
+	return 0;
+}

@@ -39,6 +39,8 @@ typedef int (*wbg_wbid_cb)(const struct wbg_wbid_key *key, uint64_t count, void 
 int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata);
 
 const char *wbg_target_state_to_string(uint32_t s);
+/* Foreign flushes to dying targets so far: succeeded, and -ENOENT. */
+int wbg_bpf_dying_results(const struct wbg_bpf *b, uint64_t *ret_ok, uint64_t *ret_enoent);
 
 struct wbg_dirtied_dev {
 	uint32_t dev; /* kernel encoding: major << 20 | minor */

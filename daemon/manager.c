@@ -52,27 +52,13 @@ static struct wbg_handover *find_active(struct manager *m, uint64_t id)
 	return f ? *f : NULL;
 }
 
-static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
-{
-	struct wbg_evidence *e = userdata;
-
-	if (k->target_state == WBG_TARGET_DYING) {
-		if (k->ret == 0)
-			e->ok_to_dying += count;
-		else if (k->ret == -ENOENT)
-			e->enoent_to_dying += count;
-	}
-	return 0;
-}
-
 void manager_refresh_verdict(struct manager *m)
 {
 	enum wbg_verdict d, b;
 
 	m->verdict_checked_usec = now_usec(m);
 	if (wbg_bpf_groups(m->bpf) & WBG_BPF_WBID) {
-		m->evidence.ok_to_dying = m->evidence.enoent_to_dying = 0;
-		(void)wbg_bpf_foreach_wbid(m->bpf, sum_dying, &m->evidence);
+		(void)wbg_bpf_dying_results(m->bpf, &m->evidence.ok_to_dying, &m->evidence.enoent_to_dying);
 	}
 	d = verdict_dying_wb(&m->evidence);
 	b = verdict_bdev_flush(&m->evidence);

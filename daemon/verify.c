@@ -61,19 +61,6 @@ static pid_t spawn(const char *root, const char *cg, const char *dir, size_t byt
 	return pid;
 }
 
-static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
-{
-	struct wbg_evidence *e = userdata;
-
-	if (k->target_state == WBG_TARGET_DYING) {
-		if (k->ret == 0)
-			e->ok_to_dying += count;
-		else if (k->ret == -ENOENT)
-			e->enoent_to_dying += count;
-	}
-	return 0;
-}
-
 int verify_run(const struct verify_opts *o, struct verify_result *ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *bpf = NULL;
@@ -133,8 +120,7 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	while (pid > 0 && !(o->stop && *o->stop) && mono() - t0 < o->timeout_s) {
 		struct wbg_evidence e = res.evidence;
 
-		e.ok_to_dying = e.enoent_to_dying = 0;
-		(void)wbg_bpf_foreach_wbid(bpf, sum_dying, &e);
+		(void)wbg_bpf_dying_results(bpf, &e.ok_to_dying, &e.enoent_to_dying);
 		res.evidence = e;
 		/* One flush that reached the dying wb settles it; misses need
 		 * company, a patched kernel has the odd one too. */
