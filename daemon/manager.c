@@ -313,6 +313,10 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		return;
 	}
 
+	/* One record per going-away: a handover that already ended at
+	 * populated 0 (clean, disabled, children) covers the removal too. */
+	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
+		return;
 	h = handover_new(++m->next_handover_id, c->id, c->path, trigger, now_usec(m));
 	if (!h) {
 		log_oom();
@@ -336,12 +340,15 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		h->outcome = WBG_OUTCOME_CHILDREN;
 		h->reason = "its child cgroups have handovers of their own";
 		c->handover = NULL;
+		c->settled = true;
 		retire(m, h);
 		return;
 	}
 	if (!m->mitigating) {
 		h->outcome = WBG_OUTCOME_DISABLED;
 		h->reason = "mitigation off";
+		c->handover = NULL;
+		c->settled = !h->t_removed;
 		retire(m, h);
 		return;
 	}
@@ -358,6 +365,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 				h->outcome = WBG_OUTCOME_CLEAN;
 				h->reason = "file_dirty and file_writeback were 0";
 				c->handover = NULL;
+				c->settled = true;
 				retire(m, h);
 				return;
 			}
@@ -510,6 +518,7 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 		return;
 	}
 	note_mount_namespace(m, c);
+	c->settled = false; /* in use again: its next going-away is news */
 	if (c->handover && c->handover->n_pending == 0) {
 		/* In use again before anyone removed it: that handover is over. */
 		struct wbg_handover *h = c->handover;

@@ -26,6 +26,13 @@ check "ext4: BPF ok count equals bpftrace's" test "${ours:-0}" = "${theirs:-0}"
 
 $S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
 check "wbstall on xfs, removed" test $? = 0
+# XFS writes most of the old writer's data back during its run; with the
+# little left dirty (a few hundred KiB here), whether a foreign flush hits
+# the dying wb is timing. Once more if none did.
+if [ -z "$(jqv /wbg-out/xfs.json '.cgroup_writeback_by_id.old_target.enoent')" ]; then
+	echo "# xfs: no foreign flush hit the dying wb; once more"
+	$S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
+fi
 check "xfs: old cgroup left dirty data at removal" test "$(jqv /wbg-out/xfs.json .old.file_dirty_at_removal)" -gt 0
 check "xfs: foreign flushes to the removed cgroup get -ENOENT" test "$(jqv /wbg-out/xfs.json '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
 
