@@ -159,14 +159,19 @@ static struct slot *slot_for(struct flush_pool *p, dev_t dev, enum flush_kind ki
 	}
 }
 
-static void enqueue_run(struct flush_pool *p, struct flush_job *j)
+static void append(struct flush_job **head, struct flush_job **tail, struct flush_job *j)
 {
 	j->next = NULL;
-	if (p->run_tail)
-		p->run_tail->next = j;
+	if (*tail)
+		(*tail)->next = j;
 	else
-		p->run_head = j;
-	p->run_tail = j;
+		*head = j;
+	*tail = j;
+}
+
+static void enqueue_run(struct flush_pool *p, struct flush_job *j)
+{
+	append(&p->run_head, &p->run_tail, j);
 	pthread_cond_signal(&p->cond);
 }
 
@@ -208,12 +213,7 @@ static void *worker(void *userdata)
 				enqueue_run(p, s->waiting);
 			}
 		}
-		j->next = NULL;
-		if (p->done_tail)
-			p->done_tail->next = j;
-		else
-			p->done_head = j;
-		p->done_tail = j;
+		append(&p->done_head, &p->done_tail, j);
 		(void)eventfd_write(p->efd, 1);
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -279,6 +279,18 @@ static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
 	c->n_ns_devs = n;
 }
 
+/* A handover that ends before any flush. One that ends while the cgroup
+ * still exists covers its removal too (settled). */
+static void end_early(struct manager *m, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o,
+		      const char *reason)
+{
+	h->outcome = o;
+	h->reason = reason;
+	c->handover = NULL;
+	c->settled = !h->t_removed;
+	retire(m, h);
+}
+
 /* Starts a handover, or moves an existing one on (populated 0, then the
  * directory gone). */
 static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_trigger trigger)
@@ -337,19 +349,11 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
 	if (!h->t_removed && has_children(m, c)) {
-		h->outcome = WBG_OUTCOME_CHILDREN;
-		h->reason = "its child cgroups have handovers of their own";
-		c->handover = NULL;
-		c->settled = true;
-		retire(m, h);
+		end_early(m, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 		return;
 	}
 	if (!m->mitigating) {
-		h->outcome = WBG_OUTCOME_DISABLED;
-		h->reason = "mitigation off";
-		c->handover = NULL;
-		c->settled = !h->t_removed;
-		retire(m, h);
+		end_early(m, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
 		return;
 	}
 	/* While the cgroup exists, its own counters say whether anything is
@@ -362,11 +366,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
 			if (dirty + wb == 0) {
-				h->outcome = WBG_OUTCOME_CLEAN;
-				h->reason = "file_dirty and file_writeback were 0";
-				c->handover = NULL;
-				c->settled = true;
-				retire(m, h);
+				end_early(m, c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
 				return;
 			}
 		} else

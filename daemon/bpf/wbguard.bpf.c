@@ -21,6 +21,18 @@ char LICENSE[] SEC("license") = "GPL";
 /* Inodes recorded per cgroup before its set counts as overflowed. */
 const volatile __u32 max_inodes_per_cgroup = 4096;
 
+/* The value for key, inserted as init first if absent. Two CPUs may insert
+ * at once: NOEXIST keeps the first, and both then use that one. */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
 struct inflight {
 	__u64 cgroup_id;
 	__u32 target_state;
@@ -81,12 +93,7 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 		key.target_state = in->target_state;
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
-	count = bpf_map_lookup_elem(&wbid_results, &key);
-	if (!count) {
-		/* Two CPUs may insert at once: NOEXIST keeps the first, both add. */
-		bpf_map_update_elem(&wbid_results, &key, &zero, BPF_NOEXIST);
-		count = bpf_map_lookup_elem(&wbid_results, &key);
-	}
+	count = lookup_or_init(&wbid_results, &key, &zero);
 	if (count)
 		__sync_fetch_and_add(count, 1);
 	return 0;
@@ -121,13 +128,9 @@ static __always_inline void note_dev(__u64 cgid, __u32 dev, __u32 kind)
 	struct wbg_dev_key key = { .cgroup_id = cgid, .dev = dev, .kind = kind };
 	struct wbg_dev_val *v, init = {};
 
-	v = bpf_map_lookup_elem(&dirtied_devs, &key);
-	if (!v) {
-		bpf_map_update_elem(&dirtied_devs, &key, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&dirtied_devs, &key);
-		if (!v)
-			return;
-	}
+	v = lookup_or_init(&dirtied_devs, &key, &init);
+	if (!v)
+		return;
 	__sync_fetch_and_add(&v->folios, 1);
 	v->last_ns = bpf_ktime_get_ns();
 }
@@ -148,13 +151,9 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		__sync_fetch_and_add(folios, 1);
 		return;
 	}
-	c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
-	if (!c) {
-		bpf_map_update_elem(&cgroup_inodes, &cgid, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
-		if (!c)
-			return;
-	}
+	c = lookup_or_init(&cgroup_inodes, &cgid, &zero);
+	if (!c)
+		return;
 	if (c->count >= max_inodes_per_cgroup) {
 		c->overflow = 1;
 		return;
