@@ -129,9 +129,9 @@ int main(int argc, char **argv)
 		{},
 	};
 	char p[PATH_MAX];
-	int c, r = 0;
+	int c, idx = 0, r = 0;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "", opts, &idx)) >= 0) {
 		switch (c) {
 		case 'r': root = optarg; break;
 		case 'p': parent = optarg; break;
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 		if (r < 0)
-			return log_error_errno(r, "Invalid value '%s'", optarg), 2;
+			return log_error_errno(r, "Invalid value '%s' for --%s", optarg, opts[idx].name), 2;
 	}
 	if ((!dir && !hold) || rate <= 0)
 		return log_error_errno(EINVAL, "Usage: cgchurn --dir DIR [--rate R] [--seconds S] [--bytes B] | --hold N"), 2;
