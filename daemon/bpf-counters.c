@@ -13,9 +13,18 @@
 #include "macro.h"
 #include "wbguard.skel.h"
 
+#define WBG_PROGS_MAX 32
+
 struct wbg_bpf {
 	struct wbguard_bpf *skel;
 	unsigned groups; /* what loaded */
+	/* per program: attached, or why not */
+	struct {
+		const char *name;
+		struct bpf_link *link;
+		char why[96]; /* empty when attached or not asked for */
+	} progs[WBG_PROGS_MAX];
+	unsigned n_progs;
 	struct ring_buffer *rmdir_rb;
 	wbg_rmdir_cb rmdir_cb;
 	void *rmdir_userdata;
@@ -39,15 +48,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Whether the running kernel has what a program's section attaches to:
- * fentry/fexit need the function in BTF, tp_btf its btf_trace_ typedef. */
+ * fentry/fexit need the function in BTF, tp_btf and tracepoint the event's
+ * btf_trace_ typedef (every tracepoint has one). */
 static bool kernel_has_hook(const struct btf *vmlinux, const char *section)
 {
-	const char *slash = strchr(section, '/');
+	const char *slash = strrchr(section, '/');
 	char name[128];
 
 	if (!slash || !vmlinux)
 		return true; /* nothing to check; let the load tell */
-	if (strncmp(section, "tp_btf/", 7) == 0) {
+	if (strncmp(section, "tp_btf/", 7) == 0 || strncmp(section, "tracepoint/", 11) == 0) {
 		snprintf(name, sizeof(name), "btf_trace_%s", slash + 1);
 		return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 	}
@@ -61,7 +71,31 @@ static unsigned program_group(const char *name)
 		return WBG_BPF_WBID;
 	if (strncmp(name, "life_", 5) == 0)
 		return WBG_BPF_RMDIR;
+	if (strncmp(name, "path_", 5) == 0)
+		return WBG_BPF_PATHS;
 	return WBG_BPF_DIRTIED;
+}
+
+/* Attaches every loaded program on its own: one that does not attach (a
+ * classic tracepoint without tracefs, say) costs only its own counters.
+ * b->progs[] is in the object's program order (filled by try_open). */
+static void attach_each(struct wbg_bpf *b)
+{
+	struct bpf_program *p;
+	unsigned i = 0;
+
+	bpf_object__for_each_program(p, b->skel->obj) {
+		typeof(b->progs[0]) *e = &b->progs[i++];
+
+		if (!bpf_program__autoload(p))
+			continue;
+		e->link = bpf_program__attach(p);
+		if (!e->link) {
+			snprintf(e->why, sizeof(e->why), "attach failed: %s", strerror(errno));
+			log_warning("BPF program %s did not attach (%s); its counters are missing", e->name,
+				    strerror(errno));
+		}
+	}
 }
 
 /* One attempt with the given program groups. */
@@ -83,13 +117,20 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_
 		return -errno;
 	bpf_object__for_each_program(p, b->skel->obj) {
 		const char *sec = bpf_program__section_name(p);
+		unsigned i = b->n_progs++;
 
-		if (!(program_group(bpf_program__name(p)) & groups))
+		if (i >= WBG_PROGS_MAX)
+			return log_error_errno(E2BIG, "More BPF programs than WBG_PROGS_MAX");
+		b->progs[i].name = bpf_program__name(p);
+		if (!(program_group(bpf_program__name(p)) & groups)) {
 			bpf_program__set_autoload(p, false);
-		else if (!kernel_has_hook(vmlinux, sec)) {
-			log_info("Kernel has no %s, skipping BPF program %s", strchr(sec, '/') + 1,
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "not loaded: %s",
+				 wbg_bpf_group_name(program_group(bpf_program__name(p))));
+		} else if (!kernel_has_hook(vmlinux, sec)) {
+			log_info("Kernel has no %s, skipping BPF program %s", strrchr(sec, '/') + 1,
 				 bpf_program__name(p));
 			bpf_program__set_autoload(p, false);
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "kernel has no %s", strrchr(sec, '/') + 1);
 		}
 	}
 	btf__free(vmlinux);
@@ -97,9 +138,7 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_
 	r = wbguard_bpf__load(b->skel);
 	if (r < 0)
 		return r;
-	r = wbguard_bpf__attach(b->skel);
-	if (r < 0)
-		return r;
+	attach_each(b);
 	b->groups = groups;
 	*ret = TAKE_PTR(b);
 	return 0;
@@ -142,6 +181,7 @@ const char *wbg_bpf_group_name(unsigned g)
 	return g == WBG_BPF_WBID	  ? "cgroup_writeback_by_id results"
 	       : g == WBG_BPF_DIRTIED ? "dirtied by cgroup"
 	       : g == WBG_BPF_RMDIR   ? "cgroup removals"
+	       : g == WBG_BPF_PATHS   ? "kernel writeback paths"
 				      : "?";
 }
 
@@ -150,6 +190,8 @@ struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b)
 	if (!b)
 		return NULL;
 	ring_buffer__free(b->rmdir_rb);
+	for (unsigned i = 0; i < b->n_progs; i++)
+		bpf_link__destroy(b->progs[i].link);
 	wbguard_bpf__destroy(b->skel);
 	free(b);
 	return NULL;
@@ -157,11 +199,81 @@ struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b)
 
 int wbg_bpf_attached(const struct wbg_bpf *b, const char *prog)
 {
-	struct bpf_program *p = bpf_object__find_program_by_name(b->skel->obj, prog);
+	for (unsigned i = 0; i < b->n_progs; i++)
+		if (strcmp(b->progs[i].name, prog) == 0)
+			return b->progs[i].link != NULL;
+	return -ENOENT;
+}
 
-	if (!p)
-		return -ENOENT;
-	return bpf_program__autoload(p) && bpf_program__fd(p) >= 0;
+int wbg_bpf_foreach_program(const struct wbg_bpf *b, wbg_prog_cb cb, void *userdata)
+{
+	for (unsigned i = 0; b && i < b->n_progs; i++) {
+		int r = cb(b->progs[i].name, b->progs[i].link != NULL, b->progs[i].why, userdata);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int wbg_bpf_totals(const struct wbg_bpf *b, uint64_t ret[_WBG_TOTAL_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(b->skel->maps.totals);
+	_cleanup_free_ uint64_t *v = NULL;
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
+
+	if (ncpu < 0)
+		return ncpu;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (__u32 k = 0; k < _WBG_TOTAL_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, v) < 0)
+			return -errno;
+		for (int c = 0; c < ncpu; c++)
+			t[k] += v[c];
+	}
+	memcpy(ret, t, sizeof(t));
+	return 0;
+}
+
+int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void *userdata)
+{
+	int fd = bpf_map__fd(b->skel->maps.cgroup_stats);
+	struct wbg_cgroup_stats st;
+	__u64 key, next, *prev = NULL;
+	int r;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &st) < 0)
+			continue;
+		r = cb(key, &st, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	int fd = bpf_map__fd(b->skel->maps.wbid_results);
+	struct wbg_wbid_key key, next, *prev = NULL;
+
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_stats), &cgroup_id);
+	/* Deleting the key just returned restarts the walk at the first key,
+	 * so step past each kept key and delete behind. */
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		if (key.cgroup_id == cgroup_id) {
+			if (bpf_map_delete_elem(fd, &key) < 0 && errno != ENOENT)
+				return -errno;
+			continue; /* prev unchanged: its successor is what follows */
+		}
+		prev = &key;
+	}
+	return 0;
 }
 
 int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata)
@@ -378,27 +490,39 @@ int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
 	return b->rmdir_rb ? ring_buffer__consume(b->rmdir_rb) : 0;
 }
 
-static int sum_dying(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e)
 {
-	uint64_t *v = userdata;
-
-	if (k->target_state == WBG_TARGET_DYING) {
-		if (k->ret == 0)
-			v[0] += count;
-		else if (k->ret == -ENOENT)
-			v[1] += count;
-	}
-	return 0;
-}
-
-int wbg_bpf_dying_results(const struct wbg_bpf *b, uint64_t *ret_ok, uint64_t *ret_enoent)
-{
-	uint64_t v[2] = { 0, 0 };
-	int r = wbg_bpf_foreach_wbid(b, sum_dying, v);
+	uint64_t t[_WBG_TOTAL_MAX];
+	int r = wbg_bpf_totals(b, t);
 
 	if (r < 0)
 		return r;
-	*ret_ok = v[0];
-	*ret_enoent = v[1];
+	e->ok_to_dying = t[WBG_T_WBID + 0 * 3 + WBG_TARGET_DYING];
+	e->enoent_to_dying = t[WBG_T_WBID + 1 * 3 + WBG_TARGET_DYING];
+	e->lookup_dying_found = t[WBG_T_LOOKUP_DYING_FOUND];
+	e->bdev_flushes = t[WBG_T_BDEV_FLUSH];
 	return 0;
+}
+
+int btf_struct_has_member(const char *type, const char *member)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const struct btf_member *mb;
+	const struct btf_type *t;
+	int id, r = 0;
+
+	if (!vmlinux)
+		return -errno;
+	id = btf__find_by_name_kind(vmlinux, type, BTF_KIND_STRUCT);
+	if (id < 0) {
+		btf__free(vmlinux);
+		return -ENOENT;
+	}
+	t = btf__type_by_id(vmlinux, id);
+	mb = btf_members(t);
+	for (unsigned i = 0; i < btf_vlen(t); i++, mb++)
+		if (strcmp(btf__name_by_offset(vmlinux, mb->name_off), member) == 0)
+			r = 1;
+	btf__free(vmlinux);
+	return r;
 }

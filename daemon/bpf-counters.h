@@ -8,6 +8,7 @@
 #include <linux/types.h>
 
 #include "bpf/wbguard.h"
+#include "verdict.h"
 
 struct wbg_bpf;
 
@@ -16,8 +17,9 @@ struct wbg_bpf;
 /* Program groups: what to load. */
 #define WBG_BPF_WBID (1U << 0)    /* cgroup_writeback_by_id() results */
 #define WBG_BPF_DIRTIED (1U << 1) /* what each cgroup dirtied */
-#define WBG_BPF_RMDIR (1U << 2)   /* every cgroup removal, with its id */
-#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_RMDIR)
+#define WBG_BPF_RMDIR (1U << 2)   /* every cgroup removal and release, with its id */
+#define WBG_BPF_PATHS (1U << 3)   /* fallback paths, dirty pauses, wb switches */
+#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_RMDIR | WBG_BPF_PATHS)
 
 int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */
@@ -32,6 +34,19 @@ static inline void wbg_bpf_freep(struct wbg_bpf **b)
 
 /* Which named program is attached ("wbid_exit", ...). */
 int wbg_bpf_attached(const struct wbg_bpf *b, const char *prog);
+/* Every program: attached or not, and why not ("kernel has no X", "attach
+ * failed: ...", "not loaded: GROUP"). */
+typedef int (*wbg_prog_cb)(const char *name, bool attached, const char *why, void *userdata);
+int wbg_bpf_foreach_program(const struct wbg_bpf *b, wbg_prog_cb cb, void *userdata);
+
+/* The exact node-wide counters (enum wbg_total), summed over CPUs. */
+int wbg_bpf_totals(const struct wbg_bpf *b, uint64_t ret[_WBG_TOTAL_MAX]);
+/* The per-cgroup pause and switch series (LRU-bounded). */
+typedef int (*wbg_stats_cb)(uint64_t cgroup_id, const struct wbg_cgroup_stats *st, void *userdata);
+int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void *userdata);
+/* Drops a cgroup's per-cgroup series (pauses, switches, flush results);
+ * the totals keep its counts. */
+int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id);
 
 typedef int (*wbg_wbid_cb)(const struct wbg_wbid_key *key, uint64_t count, void *userdata);
 /* Calls cb for every cgroup_writeback_by_id() result series; stops at the
@@ -39,8 +54,13 @@ typedef int (*wbg_wbid_cb)(const struct wbg_wbid_key *key, uint64_t count, void 
 int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata);
 
 const char *wbg_target_state_to_string(uint32_t s);
-/* Foreign flushes to dying targets so far: succeeded, and -ENOENT. */
-int wbg_bpf_dying_results(const struct wbg_bpf *b, uint64_t *ret_ok, uint64_t *ret_enoent);
+/* Fills the observed evidence (foreign flushes to dying targets that
+ * succeeded or got -ENOENT, dying-wb lookups that found one, bdev flushes);
+ * the static fields are left alone. */
+int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e);
+/* Whether the running kernel's BTF has struct type with that member: 1, 0,
+ * or -ENOENT without the struct. */
+int btf_struct_has_member(const char *type, const char *member);
 
 struct wbg_dirtied_dev {
 	uint32_t dev; /* kernel encoding: major << 20 | minor */

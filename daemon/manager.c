@@ -57,20 +57,20 @@ void manager_refresh_verdict(struct manager *m)
 	enum wbg_verdict d, b;
 
 	m->verdict_checked_usec = now_usec(m);
-	if (wbg_bpf_groups(m->bpf) & WBG_BPF_WBID) {
-		(void)wbg_bpf_dying_results(m->bpf, &m->evidence.ok_to_dying, &m->evidence.enoent_to_dying);
-	}
+	if (m->bpf)
+		(void)wbg_bpf_evidence(m->bpf, &m->evidence);
 	d = verdict_dying_wb(&m->evidence);
 	b = verdict_bdev_flush(&m->evidence);
 	if (d != m->dying_wb)
-		log_info("Kernel dying-wb fallback: %s (symbol %s, foreign flushes to dying wbs: %" PRIu64
-			 " ok, %" PRIu64 " -ENOENT)",
+		log_info("Kernel dying-wb fallback: %s (symbol %s, dying wbs found %" PRIu64
+			 ", foreign flushes to dying wbs: %" PRIu64 " ok, %" PRIu64 " -ENOENT)",
 			 wbg_verdict_to_string(d), m->evidence.sym_lookup_dying ? "present" : "absent",
-			 m->evidence.ok_to_dying, m->evidence.enoent_to_dying);
+			 m->evidence.lookup_dying_found, m->evidence.ok_to_dying, m->evidence.enoent_to_dying);
 	if (b != m->bdev_flush)
-		log_info("Kernel flushes foreign bdev mappings separately: %s (symbol %s, flush_foreign dev field %s)",
+		log_info("Kernel flushes foreign bdev mappings separately: %s (symbol %s, flush_foreign dev field %s, "
+			 "bdev flushes seen %" PRIu64 ")",
 			 wbg_verdict_to_string(b), m->evidence.sym_bdev_flush ? "present" : "absent",
-			 m->evidence.tp_dev_field ? "present" : "absent");
+			 m->evidence.tp_dev_field ? "present" : "absent", m->evidence.bdev_flushes);
 	m->dying_wb = d;
 	m->bdev_flush = b;
 	/* auto: on unless the kernel shows it reaches dying wbs itself */
@@ -473,6 +473,56 @@ static bool recently_handled(const struct manager *m, uint64_t id)
 /* Every removal in the v2 hierarchy, from the kernel, with its id. Most are
  * inotify's news too; this catches the ones created and removed before
  * inotify's events about them could be acted on. */
+static void drop_series(uint64_t id, void *userdata)
+{
+	struct manager *m = userdata;
+
+	if (m->bpf)
+		(void)wbg_bpf_drop_cgroup_series(m->bpf, id);
+}
+
+static bool metrics_exported(const struct manager *m)
+{
+	return m->mhd || m->cfg.metrics_textfile[0];
+}
+
+void manager_drop_reported(struct manager *m)
+{
+	(void)departed_drop_released(&m->departed, drop_series, m);
+}
+
+const char *manager_cgroup_path(struct manager *m, uint64_t id)
+{
+	const struct wbg_cgroup *c = registry_find_id(&m->reg, id);
+	const struct wbg_departed_entry *d;
+
+	if (c)
+		return c->path;
+	d = departed_find(&m->departed, id);
+	return d ? d->path : NULL;
+}
+
+/* Removed: keep its path for the labels of series that outlive it. */
+static void note_departed(struct manager *m, uint64_t id, const char *path)
+{
+	uint64_t evicted = 0;
+
+	if (departed_add(&m->departed, id, path, &evicted) == -ENOMEM)
+		log_oom();
+	if (evicted)
+		drop_series(evicted, m);
+}
+
+/* The kernel released a cgroup: its series go after the next report, or
+ * now when nothing reports them or we never knew its name. */
+static void on_release(struct manager *m, uint64_t id)
+{
+	if (!departed_mark_released(&m->departed, id))
+		drop_series(id, m);
+	else if (!metrics_exported(m))
+		manager_drop_reported(m);
+}
+
 static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 {
 	struct manager *m = userdata;
@@ -480,9 +530,16 @@ static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 	char path[WBG_RMDIR_PATH_MAX];
 	bool ancestor_only;
 
-	if (e->root != 0 || registry_find_id(&m->reg, e->cgroup_id) || recently_handled(m, e->cgroup_id))
+	if (e->root != 0)
 		return 0;
+	if (e->kind == WBG_LIFE_RELEASE) {
+		on_release(m, e->cgroup_id);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
+	note_departed(m, e->cgroup_id, path);
+	if (registry_find_id(&m->reg, e->cgroup_id) || recently_handled(m, e->cgroup_id))
+		return 0;
 	if (!watch_in_scope(&m->watch, path, &ancestor_only) || ancestor_only)
 		return 0;
 	tmp.path = path;
@@ -533,6 +590,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 {
 	struct manager *m = w->userdata;
 
+	note_departed(m, c->id, c->path);
 	handover_event(m, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
 	if (dirtied_bpf(m))
 		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
@@ -716,7 +774,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	}
 	m->config_path = strdup(config_path);
 	m->debugfs = strdup("/sys/kernel/debug");
-	if (!m->config_path || !m->debugfs) {
+	if (!m->config_path || !m->debugfs || departed_init(&m->departed, WBG_STATS_CGROUPS_MAX) < 0) {
 		manager_free(m);
 		return log_oom();
 	}
@@ -759,7 +817,8 @@ int manager_start(struct manager *m)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
-	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing", &m->evidence);
+	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
+			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &m->evidence);
 	m->dying_wb = m->bdev_flush = _WBG_VERDICT_MAX; /* so the first refresh logs */
 	manager_refresh_verdict(m);
 
@@ -867,6 +926,7 @@ struct manager *manager_free(struct manager *m)
 	flush_pool_free(m->pool);
 	watch_done(&m->watch);
 	registry_free(&m->reg);
+	departed_free(&m->departed);
 	scratch_close(&m->scratch);
 	wbg_bpf_free(m->bpf);
 	mountinfo_free(&m->mounts);

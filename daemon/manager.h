@@ -10,6 +10,7 @@
 
 #include "blockdev.h"
 #include "conf.h"
+#include "departed.h"
 #include "metrics.h"
 #include "handover.h"
 #include "mountinfo.h"
@@ -32,6 +33,7 @@ struct manager {
 	char *debugfs;
 
 	struct wbg_registry reg;
+	struct wbg_departed departed; /* removed cgroups, for their metric labels */
 	struct wbg_watch watch;
 	struct wbg_bpf *bpf;
 	struct flush_pool *pool;
@@ -87,6 +89,12 @@ void manager_stop_hint(struct manager *m, const char *cgroup_path);
 /* Re-reads the evidence the BPF counters hold, updates the verdicts and,
  * with mitigation = auto, switches the mitigation by them. */
 void manager_refresh_verdict(struct manager *m);
+/* The path (relative to the cgroupfs root) of a cgroup tracked now or
+ * removed lately, for labels; NULL if unknown. */
+const char *manager_cgroup_path(struct manager *m, uint64_t id);
+/* After a scrape: the per-cgroup series of cgroups the kernel released have
+ * been reported for the last time; drop them. */
+void manager_drop_reported(struct manager *m);
 /* systemd queued a job for this unit (type not known yet). */
 void manager_job_hint(struct manager *m, const char *unit);
 /* ... and its type, once known. */

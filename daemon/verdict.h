@@ -17,22 +17,28 @@ struct wbg_evidence {
 	bool sym_lookup_dying;       /* wb_get_lookup_dying in kallsyms (v1 patch) */
 	uint64_t ok_to_dying;        /* cgroup_writeback_by_id() == 0 for a dying target */
 	uint64_t enoent_to_dying;    /* == -ENOENT for a dying target */
+	uint64_t lookup_dying_found; /* wb_get_lookup_dying() returned a wb */
 	/* separate flushes of foreign bdev mappings */
 	bool sym_bdev_flush;         /* bdev_flush_by_dev or bdev_writeback_by_dev */
 	bool tp_dev_field;           /* writeback:flush_foreign has a "dev" field */
+	uint64_t bdev_flushes;       /* ... and the kernel was seen calling it */
 };
 
-/* Active on any sign of the fallback: its symbol, or one foreign flush that
+/* Active on any sign of the fallback: its symbol, a dying-wb lookup that
+ * found one, or one foreign flush that
  * reached a dying wb (a patched kernel still misses a few when the wb has no
  * dirty IO at that instant, so misses beside hits do not count against it).
  * Missing when flushes to dying targets were seen and every one failed.
  * Unknown without evidence either way. */
 enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e);
-/* Active on the patch's symbol or its tracepoint field; missing otherwise
- * (both are there from boot when the patch is). */
+/* Active on the patch's symbol, its tracepoint field or a call of it seen;
+ * missing otherwise (symbol and field are there from boot when the patch
+ * is, so no evidence is evidence of absence). */
 enum wbg_verdict verdict_bdev_flush(const struct wbg_evidence *e);
 const char *wbg_verdict_to_string(enum wbg_verdict v);
 
-/* The static evidence: kallsyms and the tracepoint's format file (paths given
- * so tests can use fixtures). Missing files leave the fields false. */
-void evidence_read_static(const char *kallsyms, const char *tracefs, struct wbg_evidence *e);
+/* The static evidence: kallsyms, and whether flush_foreign has a dev field,
+ * from the running kernel's BTF (has_dev_field >= 0) or else the event's
+ * format file under tracefs. Paths are given so tests can use fixtures;
+ * missing files leave the fields false. */
+void evidence_read_static(const char *kallsyms, const char *tracefs, int has_dev_field, struct wbg_evidence *e);

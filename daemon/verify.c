@@ -70,7 +70,8 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	double t0 = mono();
 	int r, status;
 
-	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing", &res.evidence);
+	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
+			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &res.evidence);
 	r = wbg_bpf_open(WBG_BPF_WBID, 0, &bpf);
 	if (r < 0)
 		return log_error_errno(r, "verify needs BPF (fexit on cgroup_writeback_by_id)");
@@ -120,11 +121,11 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	while (pid > 0 && !(o->stop && *o->stop) && mono() - t0 < o->timeout_s) {
 		struct wbg_evidence e = res.evidence;
 
-		(void)wbg_bpf_dying_results(bpf, &e.ok_to_dying, &e.enoent_to_dying);
+		(void)wbg_bpf_evidence(bpf, &e);
 		res.evidence = e;
 		/* One flush that reached the dying wb settles it; misses need
 		 * company, a patched kernel has the odd one too. */
-		if (e.ok_to_dying >= 1 || e.enoent_to_dying >= 8)
+		if (e.ok_to_dying >= 1 || e.lookup_dying_found >= 1 || e.enoent_to_dying >= 8)
 			break;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			pid = -1;

@@ -8,7 +8,8 @@
  *
  * Also records, per cgroup, which filesystems and block devices it dirtied
  * and (up to a bound) which inodes, so wbguardd flushes only what a removed
- * cgroup left dirty.
+ * cgroup left dirty; and counts the kernel's own fallback paths (seeds 000
+ * and 001), balance_dirty_pages() pauses and inode wb switches (seed 002).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,6 +32,22 @@ static __always_inline void *lookup_or_init(void *map, const void *key, const vo
 		return v;
 	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
 	return bpf_map_lookup_elem(map, key);
+}
+
+/* Exact node-wide counters, indexed by enum wbg_total. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, _WBG_TOTAL_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} totals SEC(".maps");
+
+static __always_inline void total_add(__u32 idx, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(&totals, &idx);
+
+	if (c)
+		*c += v; /* this CPU's slot: no atomics needed */
 }
 
 struct inflight {
@@ -87,12 +104,14 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 	struct wbg_wbid_key key = { .ret = ret };
 	struct inflight *in = bpf_map_lookup_elem(&wbid_inflight, &task);
 	__u64 zero = 0, *count;
+	__u32 result = ret == 0 ? 0 : ret == -2 /* ENOENT */ ? 1 : 2;
 
 	if (in) {
 		key.cgroup_id = in->cgroup_id;
 		key.target_state = in->target_state;
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
+	total_add(WBG_T_WBID + result * 3 + (key.target_state % 3), 1);
 	count = lookup_or_init(&wbid_results, &key, &zero);
 	if (count)
 		__sync_fetch_and_add(count, 1);
@@ -212,22 +231,175 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	return 0;
 }
 
+/*
+ * The kernel's fallback paths, where this kernel has them (user space skips
+ * the programs whose function or tracepoint is missing).
+ */
+
+/* Seed 000: cgroup_writeback_by_id() found no live wb and asked for a dying
+ * one. A wb back means the flush reaches the dying cgroup's inodes. */
+SEC("fexit/wb_get_lookup_dying")
+int BPF_PROG(wbid_lookup_dying, struct backing_dev_info *bdi, struct cgroup_subsys_state *css,
+	     struct bdi_writeback *ret)
+{
+	total_add(ret ? WBG_T_LOOKUP_DYING_FOUND : WBG_T_LOOKUP_DYING_NONE, 1);
+	return 0;
+}
+
+/* Seed 001: a foreign block device's page cache written back on its own
+ * (the name differs between the patch's versions). */
+SEC("fentry/bdev_flush_by_dev")
+int BPF_PROG(path_bdev_flush)
+{
+	total_add(WBG_T_BDEV_FLUSH, 1);
+	return 0;
+}
+
+SEC("fentry/bdev_writeback_by_dev")
+int BPF_PROG(path_bdev_wb)
+{
+	total_add(WBG_T_BDEV_FLUSH, 1);
+	return 0;
+}
+
+/* ... from the memcg_bdev_frn_flusher workqueue: how often, how long. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, __u64);
+} frn_work_start SEC(".maps");
+
+SEC("fentry/bdev_frn_flush_work")
+int BPF_PROG(path_frn_enter)
+{
+	__u64 task = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&frn_work_start, &task, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("fexit/bdev_frn_flush_work")
+int BPF_PROG(path_frn_exit)
+{
+	__u64 task = bpf_get_current_pid_tgid(), *start = bpf_map_lookup_elem(&frn_work_start, &task);
+
+	total_add(WBG_T_FRN_WORK, 1);
+	if (start) {
+		total_add(WBG_T_FRN_WORK_NS, bpf_ktime_get_ns() - *start);
+		bpf_map_delete_elem(&frn_work_start, &task);
+	}
+	return 0;
+}
+
+/* The same events with seed 001's dev field, as CO-RE sees them: the field's
+ * presence is decided from the running kernel's BTF, not a version. */
+struct trace_event_raw_flush_foreign___dev {
+	dev_t dev;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_track_foreign_dirty___dev {
+	dev_t dev;
+} __attribute__((preserve_access_index));
+
+SEC("tracepoint/writeback/flush_foreign")
+int path_flush_foreign(void *ctx)
+{
+	struct trace_event_raw_flush_foreign___dev *e = ctx;
+	__u32 dev = 0;
+
+	if (bpf_core_field_exists(e->dev))
+		dev = BPF_CORE_READ(e, dev);
+	total_add(dev ? WBG_T_FLUSH_FOREIGN_BDEV : WBG_T_FLUSH_FOREIGN_WB, 1);
+	return 0;
+}
+
+SEC("tracepoint/writeback/track_foreign_dirty")
+int path_foreign_dirty(void *ctx)
+{
+	struct trace_event_raw_track_foreign_dirty___dev *e = ctx;
+	__u32 dev = 0;
+
+	if (bpf_core_field_exists(e->dev))
+		dev = BPF_CORE_READ(e, dev);
+	total_add(dev ? WBG_T_FOREIGN_DIRTY_BDEV : WBG_T_FOREIGN_DIRTY_WB, 1);
+	return 0;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_STATS_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, struct wbg_cgroup_stats);
+} cgroup_stats SEC(".maps");
+
+/* The symptom: a writer sleeping in balance_dirty_pages(). The classic
+ * tracepoint's record has the pause in ms already (tp_btf's argument is in
+ * jiffies, and HZ is not known here) and the writer wb's cgroup. It fires
+ * without a sleep too (pause <= 0), which is not counted. */
+SEC("tracepoint/writeback/balance_dirty_pages")
+int path_bdp(struct trace_event_raw_balance_dirty_pages *e)
+{
+	struct wbg_cgroup_stats *st, init = {};
+	long pause = BPF_CORE_READ(e, pause);
+	__u64 cgid = BPF_CORE_READ(e, cgroup_ino);
+
+	if (pause <= 0)
+		return 0;
+	total_add(WBG_T_BDP_PAUSES, 1);
+	total_add(WBG_T_BDP_PAUSE_MS, pause);
+	st = lookup_or_init(&cgroup_stats, &cgid, &init);
+	if (st) {
+		__sync_fetch_and_add(&st->pauses, 1);
+		__sync_fetch_and_add(&st->pause_ms, pause);
+	}
+	return 0;
+}
+
+/* Seed 002: inodes switched between wbs, by the cgroup they left. */
+SEC("tracepoint/writeback/inode_switch_wbs")
+int path_switch(struct trace_event_raw_inode_switch_wbs *e)
+{
+	struct wbg_cgroup_stats *st, init = {};
+	__u64 cgid = BPF_CORE_READ(e, old_cgroup_ino);
+
+	total_add(WBG_T_SWITCHES, 1);
+	st = lookup_or_init(&cgroup_stats, &cgid, &init);
+	if (st)
+		__sync_fetch_and_add(&st->switches_from, 1);
+	return 0;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } rmdir_events SEC(".maps");
 
-SEC("tp_btf/cgroup_rmdir")
-int BPF_PROG(life_rmdir, struct cgroup *cgrp, const char *path)
+static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u32 kind)
 {
 	struct wbg_rmdir_event *e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
 
 	if (!e)
 		return 0; /* ring full: user space counts the gap through inotify */
+	e->kind = kind;
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
 	e->level = BPF_CORE_READ(cgrp, level);
 	e->root = BPF_CORE_READ(cgrp, root, hierarchy_id);
 	bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(life_rmdir, struct cgroup *cgrp, const char *path)
+{
+	return life_event(cgrp, path, WBG_LIFE_RMDIR);
+}
+
+/* Released: the last css of the cgroup (a dying memcg included) is gone, so
+ * its per-cgroup series can go too once they were reported. */
+SEC("tp_btf/cgroup_release")
+int BPF_PROG(life_release, struct cgroup *cgrp, const char *path)
+{
+	return life_event(cgrp, path, WBG_LIFE_RELEASE);
 }

@@ -11,6 +11,7 @@
 #define WBG_DEVS_MAX 16384     /* (cgroup, device) pairs */
 #define WBG_INODES_MAX 65536   /* (cgroup, inode) pairs */
 #define WBG_CGROUPS_MAX 16384  /* cgroups with an inode count */
+#define WBG_STATS_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup path series */
 
 /* What the target memcg of a foreign flush was when the kernel looked its wb
  * up. UNKNOWN: the lookup was not reached (no such bdi or css). */
@@ -60,7 +61,40 @@ struct wbg_cgroup_inodes {
 	__u32 overflow;
 };
 
+/* Exact node-wide counters (a per-CPU array, summed by the reader). The
+ * per-cgroup series beside them are LRU-bounded; these never lose counts. */
+enum wbg_total {
+	/* cgroup_writeback_by_id() results: WBG_T_WBID + result * 3 + target
+	 * state, result 0 = ok, 1 = -ENOENT, 2 = other */
+	WBG_T_WBID = 0,
+	WBG_T_LOOKUP_DYING_FOUND = 9, /* wb_get_lookup_dying() returned a wb */
+	WBG_T_LOOKUP_DYING_NONE,      /* ... returned NULL */
+	WBG_T_BDEV_FLUSH,             /* bdev_flush_by_dev / bdev_writeback_by_dev */
+	WBG_T_FRN_WORK,               /* memcg_bdev_frn_flusher work items run */
+	WBG_T_FRN_WORK_NS,            /* ... and their time */
+	WBG_T_FLUSH_FOREIGN_WB,       /* writeback:flush_foreign for a cgroup wb */
+	WBG_T_FLUSH_FOREIGN_BDEV,     /* ... for a block device (dev != 0) */
+	WBG_T_FOREIGN_DIRTY_WB,       /* writeback:track_foreign_dirty */
+	WBG_T_FOREIGN_DIRTY_BDEV,     /* ... of a block device's page cache */
+	WBG_T_BDP_PAUSES,             /* balance_dirty_pages() sleeps */
+	WBG_T_BDP_PAUSE_MS,           /* ... their length in ms, as traced */
+	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */
+	_WBG_TOTAL_MAX,
+};
+
+/* Per cgroup (LRU): the symptom, and seed 002's storms. */
+struct wbg_cgroup_stats {
+	__u64 pauses;        /* balance_dirty_pages() sleeps of its writers */
+	__u64 pause_ms;      /* ... summed */
+	__u64 switches_from; /* inodes switched away from its wb */
+};
+
 #define WBG_RMDIR_PATH_MAX 256
+
+enum wbg_life_kind {
+	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
+	WBG_LIFE_RELEASE = 1, /* released: gone, every css of it freed */
+};
 
 /* A cgroup removed (tracepoint cgroup:cgroup_rmdir), for removals too quick
  * for inotify to tie to a cgroup id. */
@@ -68,5 +102,7 @@ struct wbg_rmdir_event {
 	__u64 cgroup_id;
 	__u32 level;
 	__u32 root;     /* hierarchy id: the default (v2) hierarchy is 0 */
+	__u32 kind;     /* enum wbg_life_kind */
+	__u32 pad;
 	char path[WBG_RMDIR_PATH_MAX];
 };

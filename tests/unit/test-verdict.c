@@ -30,6 +30,10 @@ int main(void)
 	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_MISSING, "no bdev patch");
 	e.tp_dev_field = true;
 	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_ACTIVE, "the tracepoint's dev field");
+	e = (struct wbg_evidence){ .bdev_flushes = 3 };
+	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_ACTIVE, "a bdev flush seen");
+	e = (struct wbg_evidence){ .lookup_dying_found = 1, .enoent_to_dying = 40 };
+	CHECK(verdict_dying_wb(&e) == WBG_VERDICT_ACTIVE, "a dying wb found by the fallback");
 
 	if (!mkdtemp(dir))
 		return 1;
@@ -49,10 +53,16 @@ int main(void)
 		      "\tfield:dev_t dev;\toffset:56;\tsize:4;\tsigned:0;\n");
 	snprintf(ks, sizeof(ks), "%s/kallsyms", dir);
 	e = (struct wbg_evidence){ 0 };
-	evidence_read_static(ks, dir, &e);
+	evidence_read_static(ks, dir, -1, &e);
 	CHECK(e.sym_lookup_dying && e.sym_bdev_flush && e.tp_dev_field, "static evidence from fixtures");
 	e = (struct wbg_evidence){ 0 };
-	evidence_read_static("/nonexistent", "/nonexistent", &e);
+	evidence_read_static(ks, dir, 0, &e);
+	CHECK(!e.tp_dev_field, "BTF without the dev field wins over the format file");
+	e = (struct wbg_evidence){ 0 };
+	evidence_read_static("/nonexistent", "/nonexistent", 1, &e);
+	CHECK(e.tp_dev_field, "BTF with the dev field needs no tracefs");
+	e = (struct wbg_evidence){ 0 };
+	evidence_read_static("/nonexistent", "/nonexistent", -1, &e);
 	CHECK(!e.sym_lookup_dying && !e.sym_bdev_flush && !e.tp_dev_field, "missing files: no evidence");
 	{
 		char cmd[300];
