@@ -64,6 +64,48 @@ static bool kernel_has_hook(const struct btf *vmlinux, const char *section)
 	return btf__find_by_name_kind(vmlinux, slash + 1, BTF_KIND_FUNC) > 0;
 }
 
+/* The number of arguments a tracepoint passes (its btf_trace_ typedef is a
+ * pointer to a function whose first parameter is the probe's data), or -1. */
+static int tp_nargs(const struct btf *vmlinux, const char *event)
+{
+	const struct btf_type *t;
+	char name[128];
+	int id;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", event);
+	id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(vmlinux, btf__resolve_type(vmlinux, id)); /* the pointer */
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(vmlinux, t->type);
+	return t && btf_is_func_proto(t) ? (int)btf_vlen(t) - 1 : -1;
+}
+
+/* Programs that come in two shapes for one event (seed 001 added a dev
+ * argument): only the one matching the running kernel's event loads. */
+static const struct {
+	const char *prog, *event;
+	int nargs;
+	bool dev; /* the variant that reads the dev argument */
+} shaped[] = {
+	{ "path_fforeign", "flush_foreign", 3, false },
+	{ "path_fforeign_dev", "flush_foreign", 4, true },
+	{ "path_fdirty", "track_foreign_dirty", 2, false },
+	{ "path_fdirty_dev", "track_foreign_dirty", 3, true },
+};
+
+/* NULL if the program fits this kernel, else why not. */
+static const char *shape_mismatch(const struct btf *vmlinux, const char *prog)
+{
+	for (size_t i = 0; vmlinux && i < ELEMENTSOF(shaped); i++)
+		if (strcmp(shaped[i].prog, prog) == 0 && tp_nargs(vmlinux, shaped[i].event) != shaped[i].nargs)
+			return shaped[i].dev ? "event has no dev argument"
+					     : "event has a dev argument (the _dev variant runs)";
+	return NULL;
+}
+
 /* Which group a program belongs to, by name. */
 static unsigned program_group(const char *name)
 {
@@ -126,6 +168,10 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_
 			bpf_program__set_autoload(p, false);
 			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "not loaded: %s",
 				 wbg_bpf_group_name(program_group(bpf_program__name(p))));
+		} else if (shape_mismatch(vmlinux, bpf_program__name(p))) {
+			bpf_program__set_autoload(p, false);
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "%s",
+				 shape_mismatch(vmlinux, bpf_program__name(p)));
 		} else if (!kernel_has_hook(vmlinux, sec)) {
 			log_info("Kernel has no %s, skipping BPF program %s", strrchr(sec, '/') + 1,
 				 bpf_program__name(p));
@@ -501,6 +547,8 @@ int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e)
 	e->enoent_to_dying = t[WBG_T_WBID + 1 * 3 + WBG_TARGET_DYING];
 	e->lookup_dying_found = t[WBG_T_LOOKUP_DYING_FOUND];
 	e->bdev_flushes = t[WBG_T_BDEV_FLUSH];
+	e->bdev_dirty_own_path = t[WBG_T_FOREIGN_DIRTY_BDEV];
+	e->bdev_dirty_shared_path = t[WBG_T_FOREIGN_DIRTY_BDEV_SHARED];
 	return 0;
 }
 

@@ -121,6 +121,16 @@ int cg_write(const char *root, const char *path, const char *file, const char *s
 	return r < 0 ? r : write_string_file_at(AT_FDCWD, p, s);
 }
 
+int cg_mkdir(const char *root, const char *path)
+{
+	char p[PATH_MAX];
+	int r = cg_file(root, path, "", p, sizeof(p));
+
+	if (r < 0)
+		return r;
+	return mkdir(p, 0755) < 0 ? -errno : 0;
+}
+
 int cg_enter(const char *root, const char *path)
 {
 	char pid[32];

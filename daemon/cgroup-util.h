@@ -21,6 +21,8 @@ int cg_read_keyed_u64(const char *root, const char *path, const char *file, cons
 int cg_write(const char *root, const char *path, const char *file, const char *s);
 /* Moves the calling process into the cgroup. */
 int cg_enter(const char *root, const char *path);
+/* Creates the cgroup (its parent must exist). */
+int cg_mkdir(const char *root, const char *path);
 /* rmdir, retrying while the kernel still sees the cgroup populated (EBUSY
  * for up to timeout_ms, as runc and crun do). */
 int cg_rmdir(const char *root, const char *path, unsigned timeout_ms);

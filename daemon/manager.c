@@ -67,10 +67,12 @@ void manager_refresh_verdict(struct manager *m)
 			 wbg_verdict_to_string(d), m->evidence.sym_lookup_dying ? "present" : "absent",
 			 m->evidence.lookup_dying_found, m->evidence.ok_to_dying, m->evidence.enoent_to_dying);
 	if (b != m->bdev_flush)
-		log_info("Kernel flushes foreign bdev mappings separately: %s (symbol %s, flush_foreign dev field %s, "
-			 "bdev flushes seen %" PRIu64 ")",
-			 wbg_verdict_to_string(b), m->evidence.sym_bdev_flush ? "present" : "absent",
-			 m->evidence.tp_dev_field ? "present" : "absent", m->evidence.bdev_flushes);
+		log_info("Kernel flushes foreign bdev mappings separately: %s%s (symbol %s, flush_foreign dev field %s, "
+			 "bdev flushes seen %" PRIu64 ", foreign bdev dirtying on its own path %" PRIu64
+			 ", on the owner-wb path %" PRIu64 ")",
+			 wbg_verdict_to_string(b), verdict_bdev_dormant(&m->evidence) ? " (code present but dormant)" : "",
+			 m->evidence.sym_bdev_flush ? "present" : "absent", m->evidence.tp_dev_field ? "present" : "absent",
+			 m->evidence.bdev_flushes, m->evidence.bdev_dirty_own_path, m->evidence.bdev_dirty_shared_path);
 	m->dying_wb = d;
 	m->bdev_flush = b;
 	/* auto: on unless the kernel shows it reaches dying wbs itself */

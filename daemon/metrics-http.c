@@ -15,247 +15,9 @@
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-static void counter(FILE *f, const char *name, const char *help, uint64_t v)
-{
-	metric_family(f, name, "counter", help);
-	fprintf(f, "%s %" PRIu64 "\n", name, v);
-}
-
-static void gauge_or_counter(FILE *f, const char *name, const char *type, const char *help, double v)
-{
-	metric_family(f, name, type, help);
-	fprintf(f, "%s %.9g\n", name, v);
-}
-
 static void gauge(FILE *f, const char *name, const char *help, double v)
 {
-	gauge_or_counter(f, name, "gauge", help, v);
-}
-
-/* A cgroup's labels: id as cAdvisor has it (the path from the cgroupfs root
- * with a leading '/'), escaped. NULL for cgroups we cannot name: their
- * counts are in the node-wide totals only. */
-static char *cgroup_labels(struct manager *m, uint64_t id)
-{
-	const char *path = manager_cgroup_path(m, id);
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f;
-
-	if (!path || !(f = open_memstream(&buf, &n)))
-		return NULL;
-	fputs("id=\"/", f);
-	metric_label_value(f, path);
-	fputc('"', f);
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
-/* Per-target-cgroup foreign flush results, merged by (cgroup, result,
- * target state): several error codes fold into "other". */
-struct wbid_row {
-	uint64_t id, count;
-	unsigned result, state;
-};
-
-struct wbid_rows {
-	struct wbid_row *v;
-	size_t n, cap;
-};
-
-static unsigned result_class(int ret)
-{
-	return ret == 0 ? 0 : ret == -ENOENT ? 1 : 2;
-}
-
-static int collect_wbid(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
-{
-	struct wbid_rows *rows = userdata;
-
-	if (rows->n == rows->cap) {
-		struct wbid_row *v = realloc(rows->v, (rows->cap = rows->cap ? rows->cap * 2 : 64) * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		rows->v = v;
-	}
-	rows->v[rows->n++] = (struct wbid_row){ k->cgroup_id, count, result_class(k->ret), k->target_state % 3 };
-	return 0;
-}
-
-static int cmp_row(const void *a, const void *b)
-{
-	const struct wbid_row *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	if (x->result != y->result)
-		return (int)x->result - (int)y->result;
-	return (int)x->state - (int)y->state;
-}
-
-static const char *const result_names[] = { "ok", "enoent", "other" };
-
-static void write_cgroup_wbid(FILE *f, struct manager *m)
-{
-	struct wbid_rows rows = { 0 };
-
-	if (wbg_bpf_foreach_wbid(m->bpf, collect_wbid, &rows) < 0 || rows.n == 0) {
-		free(rows.v);
-		return;
-	}
-	qsort(rows.v, rows.n, sizeof(*rows.v), cmp_row);
-	metric_family(f, "wbguard_cgroup_foreign_flushes_total", "counter",
-		      "The kernel's foreign flushes to this cgroup's wbs, by result and by whether it was dying then.");
-	for (size_t i = 0; i < rows.n; i++) {
-		struct wbid_row r = rows.v[i];
-
-		while (i + 1 < rows.n && cmp_row(&rows.v[i + 1], &r) == 0)
-			r.count += rows.v[++i].count;
-		_cleanup_free_ char *labels = r.id ? cgroup_labels(m, r.id) : NULL;
-
-		if (labels)
-			fprintf(f, "wbguard_cgroup_foreign_flushes_total{%s,result=\"%s\",target=\"%s\"} %" PRIu64 "\n",
-				labels, result_names[r.result], wbg_target_state_to_string(r.state), r.count);
-	}
-	free(rows.v);
-}
-
-/* Per-cgroup pauses and switches, one pass over the map per family. */
-struct stats_out {
-	struct manager *m;
-	FILE *f;
-	const char *name;
-	unsigned field; /* 0 pauses, 1 pause seconds, 2 switches from */
-};
-
-static int write_stats_row(uint64_t id, const struct wbg_cgroup_stats *st, void *userdata)
-{
-	struct stats_out *o = userdata;
-	_cleanup_free_ char *labels = NULL;
-
-	const uint64_t count[] = { st->pauses, st->pauses, st->switches_from };
-
-	if (count[o->field] == 0)
-		return 0;
-	labels = cgroup_labels(o->m, id);
-	if (!labels)
-		return 0;
-	if (o->field == 1)
-		fprintf(o->f, "%s{%s} %.3f\n", o->name, labels, st->pause_ms / 1000.0);
-	else
-		fprintf(o->f, "%s{%s} %" PRIu64 "\n", o->name, labels, count[o->field]);
-	return 0;
-}
-
-static void write_cgroup_stats(FILE *f, struct manager *m, unsigned field, const char *name, const char *help)
-{
-	struct stats_out o = { m, f, name, field };
-
-	metric_family(f, name, "counter", help);
-	(void)wbg_bpf_foreach_cgroup_stats(m->bpf, write_stats_row, &o);
-}
-
-static bool attached(struct manager *m, const char *prog)
-{
-	return m->bpf && wbg_bpf_attached(m->bpf, prog) > 0;
-}
-
-static int write_prog(const char *name, bool ok, const char *why, void *userdata)
-{
-	FILE *f = userdata;
-
-	fprintf(f, "wbguard_bpf_program_attached{program=\"%s\",reason=\"", name);
-	metric_label_value(f, ok ? "" : why);
-	fprintf(f, "\"} %d\n", ok);
-	return 0;
-}
-
-static void labelled(FILE *f, const char *name, const char *label, const char *value, uint64_t v)
-{
-	fprintf(f, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, value, v);
-}
-
-/* The kernel's side, from the BPF counters: exact node-wide totals, then
- * the per-cgroup series. A family is left out when its program is not
- * attached, so a missing counter never reads as zero. */
-static void write_kernel(FILE *f, struct manager *m)
-{
-	uint64_t t[_WBG_TOTAL_MAX];
-
-	metric_family(f, "wbguard_bpf_program_attached", "gauge",
-		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing.");
-	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
-	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
-		return;
-	if (attached(m, "wbid_exit")) {
-		metric_family(f, "wbguard_kernel_foreign_flushes_total", "counter",
-			      "The kernel's foreign flushes (cgroup_writeback_by_id) by result and by whether the "
-			      "target memcg was dying: enoent to a dying target is the stall.");
-		for (unsigned r = 0; r < 3; r++)
-			for (unsigned st = 0; st < 3; st++)
-				fprintf(f, "wbguard_kernel_foreign_flushes_total{result=\"%s\",target=\"%s\"} %" PRIu64 "\n",
-					result_names[r], wbg_target_state_to_string(st), t[WBG_T_WBID + r * 3 + st]);
-	}
-	if (attached(m, "wbid_lookup_dying")) {
-		const char *n = "wbguard_kernel_dying_wb_lookups_total";
-
-		metric_family(f, n, "counter",
-			      "Seed 000's fallback: wb_get_lookup_dying() calls that found a dying wb, and that did not.");
-		labelled(f, n, "result", "found", t[WBG_T_LOOKUP_DYING_FOUND]);
-		labelled(f, n, "result", "none", t[WBG_T_LOOKUP_DYING_NONE]);
-	}
-	if (attached(m, "path_bdev_flush") || attached(m, "path_bdev_wb"))
-		counter(f, "wbguard_kernel_bdev_flushes_total",
-			"Seed 001's fallback: foreign block-device page caches written back on their own.",
-			t[WBG_T_BDEV_FLUSH]);
-	if (attached(m, "path_frn_exit")) {
-		counter(f, "wbguard_kernel_bdev_flush_work_total", "memcg_bdev_frn_flusher work items run.",
-			t[WBG_T_FRN_WORK]);
-		gauge_or_counter(f, "wbguard_kernel_bdev_flush_work_seconds_total", "counter",
-				 "Time memcg_bdev_frn_flusher work items took.", t[WBG_T_FRN_WORK_NS] / 1e9);
-	}
-	if (attached(m, "path_flush_foreign")) {
-		const char *n = "wbguard_kernel_foreign_flush_requests_total";
-
-		metric_family(f, n, "counter",
-			      "writeback:flush_foreign events: flushes of another cgroup's wb (kind wb) or of a "
-			      "block device's page cache (kind bdev, seed 001).");
-		labelled(f, n, "kind", "wb", t[WBG_T_FLUSH_FOREIGN_WB]);
-		labelled(f, n, "kind", "bdev", t[WBG_T_FLUSH_FOREIGN_BDEV]);
-	}
-	if (attached(m, "path_foreign_dirty")) {
-		const char *n = "wbguard_kernel_foreign_dirty_total";
-
-		metric_family(f, n, "counter",
-			      "writeback:track_foreign_dirty events: folios dirtied against another cgroup's wb, "
-			      "by whether they were a block device's page cache.");
-		labelled(f, n, "kind", "wb", t[WBG_T_FOREIGN_DIRTY_WB]);
-		labelled(f, n, "kind", "bdev", t[WBG_T_FOREIGN_DIRTY_BDEV]);
-	}
-	if (attached(m, "path_bdp")) {
-		counter(f, "wbguard_kernel_dirty_throttle_pauses_total",
-			"Writers put to sleep in balance_dirty_pages(), node-wide.", t[WBG_T_BDP_PAUSES]);
-		gauge_or_counter(f, "wbguard_kernel_dirty_throttle_pause_seconds_total", "counter",
-				 "Time writers were put to sleep in balance_dirty_pages(), node-wide.",
-				 t[WBG_T_BDP_PAUSE_MS] / 1000.0);
-		write_cgroup_stats(f, m, 0, "wbguard_cgroup_dirty_throttle_pauses_total",
-				   "Sleeps of this cgroup's writers in balance_dirty_pages().");
-		write_cgroup_stats(f, m, 1, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
-				   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.");
-	}
-	if (attached(m, "path_switch")) {
-		counter(f, "wbguard_kernel_inode_wb_switches_total",
-			"Inodes switched between cgroup wbs (seed 002); rate() gives switches per second.",
-			t[WBG_T_SWITCHES]);
-		write_cgroup_stats(f, m, 2, "wbguard_cgroup_inode_wb_switches_total",
-				   "Inodes switched away from this cgroup's wbs.");
-	}
-	if (attached(m, "wbid_exit"))
-		write_cgroup_wbid(f, m);
+	metric_value(f, name, "gauge", help, v);
 }
 
 void metrics_write(struct manager *m, FILE *f)
@@ -275,23 +37,23 @@ void metrics_write(struct manager *m, FILE *f)
 	metric_family(f, "wbguard_flush_duration_seconds", "histogram",
 		      "From the first flush issued for a handover to all of its targets done.");
 	metric_hist(f, "wbguard_flush_duration_seconds", &m->flush_duration);
-	counter(f, "wbguard_flushed_device_bytes_total",
+	metric_counter(f, "wbguard_flushed_device_bytes_total",
 		"Bytes written to block devices while handover flushes ran.", m->flushed_device_bytes);
-	counter(f, "wbguard_cleanup_cycles_total",
+	metric_counter(f, "wbguard_cleanup_cycles_total",
 		"Scratch memcg cycles that re-ran the kernel's offline-wb cleanup.", m->cleanup_cycles);
-	counter(f, "wbguard_cleanup_failures_total", "Scratch memcg cycles that failed.", m->cleanup_failures);
-	counter(f, "wbguard_dying_wb_dirty_after_handover_total",
+	metric_counter(f, "wbguard_cleanup_failures_total", "Scratch memcg cycles that failed.", m->cleanup_failures);
+	metric_counter(f, "wbguard_dying_wb_dirty_after_handover_total",
 		"Handovers after which wb_stats still showed a dirty dying wb of the cgroup.", m->verify_dirty);
-	counter(f, "wbguard_inotify_overflows_total", "inotify queue overflows (each answered by a rescan).",
+	metric_counter(f, "wbguard_inotify_overflows_total", "inotify queue overflows (each answered by a rescan).",
 		m->watch.overflows);
-	counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
+	metric_counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
 		m->watch.watch_failures);
-	counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
+	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
 		m->watch.rescans > 0 ? m->watch.rescans - 1 : 0);
-	counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",
+	metric_counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",
 		m->watch.rescan_removals);
-	counter(f, "wbguard_systemd_stop_jobs_total", "systemd stop jobs seen on the bus.", m->systemd_stop_jobs);
-	counter(f, "wbguard_bus_disconnects_total", "Times the system bus went away.", m->bus_disconnects);
+	metric_counter(f, "wbguard_systemd_stop_jobs_total", "systemd stop jobs seen on the bus.", m->systemd_stop_jobs);
+	metric_counter(f, "wbguard_bus_disconnects_total", "Times the system bus went away.", m->bus_disconnects);
 	gauge(f, "wbguard_tracked_cgroups", "Cgroups wbguardd tracks now.", (double)m->reg.n);
 	gauge(f, "wbguard_flush_workers_busy", "Flush worker threads inside a flush now.",
 	      (double)flush_pool_busy(m->pool));
@@ -329,9 +91,13 @@ void metrics_write(struct manager *m, FILE *f)
 		m->evidence.tp_dev_field);
 	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_flushes_seen\"} %" PRIu64 "\n",
 		m->evidence.bdev_flushes);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_own_path\"} %" PRIu64 "\n",
+		m->evidence.bdev_dirty_own_path);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_owner_wb_path\"} %" PRIu64 "\n",
+		m->evidence.bdev_dirty_shared_path);
 
-	write_kernel(f, m);
-	counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->scrapes);
+	metrics_write_kernel(f, m);
+	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->scrapes);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,

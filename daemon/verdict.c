@@ -16,9 +16,23 @@ enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e)
 	return WBG_VERDICT_UNKNOWN;
 }
 
+static bool bdev_code(const struct wbg_evidence *e)
+{
+	return e->sym_bdev_flush || e->tp_dev_field;
+}
+
+bool verdict_bdev_dormant(const struct wbg_evidence *e)
+{
+	return bdev_code(e) && e->bdev_flushes == 0 && e->bdev_dirty_own_path == 0 && e->bdev_dirty_shared_path > 0;
+}
+
 enum wbg_verdict verdict_bdev_flush(const struct wbg_evidence *e)
 {
-	return e->sym_bdev_flush || e->tp_dev_field || e->bdev_flushes > 0 ? WBG_VERDICT_ACTIVE : WBG_VERDICT_MISSING;
+	if (e->bdev_flushes > 0 || e->bdev_dirty_own_path > 0)
+		return WBG_VERDICT_ACTIVE;
+	if (e->bdev_dirty_shared_path > 0)
+		return WBG_VERDICT_MISSING;
+	return bdev_code(e) ? WBG_VERDICT_ACTIVE : WBG_VERDICT_MISSING;
 }
 
 const char *wbg_verdict_to_string(enum wbg_verdict v)

@@ -22,6 +22,9 @@ struct wbg_evidence {
 	bool sym_bdev_flush;         /* bdev_flush_by_dev or bdev_writeback_by_dev */
 	bool tp_dev_field;           /* writeback:flush_foreign has a "dev" field */
 	uint64_t bdev_flushes;       /* ... and the kernel was seen calling it */
+	/* foreign dirtying of a block device's page cache, as the kernel took it */
+	uint64_t bdev_dirty_own_path;    /* on seed 001's path (event's dev != 0) */
+	uint64_t bdev_dirty_shared_path; /* on the owner-wb path (dev 0, or no dev) */
 };
 
 /* Active on any sign of the fallback: its symbol, a dying-wb lookup that
@@ -31,10 +34,15 @@ struct wbg_evidence {
  * Missing when flushes to dying targets were seen and every one failed.
  * Unknown without evidence either way. */
 enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e);
-/* Active on the patch's symbol, its tracepoint field or a call of it seen;
- * missing otherwise (symbol and field are there from boot when the patch
- * is, so no evidence is evidence of absence). */
+/* What the kernel did decides first: active once it took seed 001's path
+ * (a bdev flush, or a foreign bdev dirtying with dev set); missing once a
+ * foreign bdev dirtying went down the owner-wb path although the code is
+ * there (dormant: seen on a build whose workqueue is never allocated).
+ * Without such observations the code decides: active with the patch's
+ * symbol or tracepoint field, missing without. */
 enum wbg_verdict verdict_bdev_flush(const struct wbg_evidence *e);
+/* The code is there but the kernel did not use it. */
+bool verdict_bdev_dormant(const struct wbg_evidence *e);
 const char *wbg_verdict_to_string(enum wbg_verdict v);
 
 /* The static evidence: kallsyms, and whether flush_foreign has a dev field,

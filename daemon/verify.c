@@ -8,8 +8,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <linux/loop.h>
 
 #include "bpf-counters.h"
 #include "cgroup-util.h"
@@ -61,6 +63,90 @@ static pid_t spawn(const char *root, const char *cg, const char *dir, size_t byt
 	return pid;
 }
 
+/* Writes len bytes at off to path from inside the cgroup (buffered). */
+static pid_t spawn_pwrite(const char *root, const char *cg, const char *path, off_t off, size_t len)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char buf[CHUNK];
+		int fd;
+
+		memset(buf, 'b', sizeof(buf));
+		if (cg_enter(root, cg) < 0 || (fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			_exit(1);
+		for (size_t done = 0; done < len; done += CHUNK)
+			if (pwrite(fd, buf, CHUNK, off + (off_t)done) != CHUNK)
+				_exit(1);
+		_exit(0);
+	}
+	return pid;
+}
+
+static int run_to_end(pid_t pid)
+{
+	int status;
+
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -ECHILD;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/* Seed 001's case at small scale: cgroup a dirties a block device's own page
+ * cache first (its wb owns the bdev inode), then cgroup b dirties other pages
+ * of it: foreign dirtying of a bdev mapping, which the BPF counters see and
+ * whose dev argument says whether the kernel took seed 001's path. The block
+ * device is a loop device over a sparse file in the probe's directory,
+ * detached by the kernel when its last user closes it (autoclear). */
+static int bdev_probe(const struct verify_opts *o, const char *parent, const char *dir)
+{
+	char a[96], b[96], backing[PATH_MAX + 8], node[64];
+	int ctl, n, lfd = -1, bfd = -1, r;
+	struct loop_config cfg = { 0 };
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return log_info_errno(errno, "No /dev/loop-control: the bdev verdict rests on the kernel's code only");
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (n < 0)
+		return log_info_errno(errno, "No free loop device: the bdev verdict rests on the kernel's code only");
+	snprintf(node, sizeof(node), "/dev/loop%d", n);
+	snprintf(backing, sizeof(backing), "%s/bdev", dir);
+	bfd = open(backing, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (bfd < 0 || ftruncate(bfd, 16 << 20) < 0) {
+		r = log_error_errno(errno, "Cannot create %s", backing);
+		goto out;
+	}
+	lfd = open(node, O_RDWR | O_CLOEXEC);
+	cfg.fd = bfd;
+	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+	if (lfd < 0 || ioctl(lfd, LOOP_CONFIGURE, &cfg) < 0) {
+		r = log_info_errno(errno, "Cannot set up %s: the bdev verdict rests on the kernel's code only", node);
+		goto out;
+	}
+	snprintf(a, sizeof(a), "%s/bdev-a", parent);
+	snprintf(b, sizeof(b), "%s/bdev-b", parent);
+	r = cg_mkdir(o->cgroup_root, a);
+	if (r >= 0)
+		r = cg_mkdir(o->cgroup_root, b);
+	if (r >= 0)
+		r = run_to_end(spawn_pwrite(o->cgroup_root, a, node, 0, 1 << 20));
+	if (r >= 0)
+		r = run_to_end(spawn_pwrite(o->cgroup_root, b, node, 4 << 20, 1 << 20));
+	if (r < 0)
+		log_error_errno(r, "The bdev probe's writers failed");
+	(void)cg_rmdir(o->cgroup_root, a, 5000);
+	(void)cg_rmdir(o->cgroup_root, b, 5000);
+out:
+	if (lfd >= 0)
+		close(lfd); /* last user: the kernel detaches the loop device */
+	if (bfd >= 0)
+		close(bfd);
+	(void)unlink(backing);
+	return r;
+}
+
 int verify_run(const struct verify_opts *o, struct verify_result *ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *bpf = NULL;
@@ -72,7 +158,7 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 
 	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
 			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &res.evidence);
-	r = wbg_bpf_open(WBG_BPF_WBID, 0, &bpf);
+	r = wbg_bpf_open(WBG_BPF_WBID | WBG_BPF_PATHS, 0, &bpf);
 	if (r < 0)
 		return log_error_errno(r, "verify needs BPF (fexit on cgroup_writeback_by_id)");
 
@@ -82,9 +168,9 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	snprintf(dir, sizeof(dir), "%s/wbguard-verify.XXXXXX", o->dir);
 	if (!mkdtemp(dir))
 		return log_error_errno(errno, "Cannot create a directory in %s", o->dir);
-	snprintf(p, sizeof(p), "%s/%s", o->cgroup_root, parent);
-	if (mkdir(p, 0755) < 0) {
-		r = log_error_errno(errno, "Cannot create cgroup %s", p);
+	r = cg_mkdir(o->cgroup_root, parent);
+	if (r < 0) {
+		log_error_errno(r, "Cannot create cgroup %s/%s", o->cgroup_root, parent);
 		goto out_dir;
 	}
 	r = cg_write(o->cgroup_root, parent, "cgroup.subtree_control", "+memory");
@@ -95,9 +181,9 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 		goto out_cg;
 	}
 	for (const char *c = old; c; c = c == old ? new : NULL) {
-		snprintf(p, sizeof(p), "%s/%s", o->cgroup_root, c);
-		if (mkdir(p, 0755) < 0) {
-			r = log_error_errno(errno, "Cannot create cgroup %s", p);
+		r = cg_mkdir(o->cgroup_root, c);
+		if (r < 0) {
+			log_error_errno(r, "Cannot create cgroup %s/%s", o->cgroup_root, c);
 			goto out_cg;
 		}
 	}
@@ -135,6 +221,8 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	}
 	res.saw_flush = res.evidence.ok_to_dying + res.evidence.enoent_to_dying > 0;
 	r = o->stop && *o->stop ? -EINTR : 0;
+	if (r == 0 && bdev_probe(o, parent, dir) >= 0)
+		(void)wbg_bpf_evidence(bpf, &res.evidence);
 
 out_cg:
 	if (pid > 0) {

@@ -48,10 +48,16 @@ static struct json_object *evidence_json(const struct verify_result *r)
 	json_object_object_add(de, "symbol", json_object_new_boolean(r->evidence.sym_lookup_dying));
 	json_object_object_add(de, "ok_to_dying", json_object_new_uint64(r->evidence.ok_to_dying));
 	json_object_object_add(de, "enoent_to_dying", json_object_new_uint64(r->evidence.enoent_to_dying));
+	json_object_object_add(de, "dying_wb_found", json_object_new_uint64(r->evidence.lookup_dying_found));
 	json_object_object_add(d, "evidence", de);
 	json_object_object_add(b, "state", json_object_new_string(wbg_verdict_to_string(r->bdev_flush)));
 	json_object_object_add(be, "symbol", json_object_new_boolean(r->evidence.sym_bdev_flush));
 	json_object_object_add(be, "tracepoint_dev_field", json_object_new_boolean(r->evidence.tp_dev_field));
+	json_object_object_add(be, "bdev_flushes_seen", json_object_new_uint64(r->evidence.bdev_flushes));
+	json_object_object_add(be, "bdev_dirty_own_path", json_object_new_uint64(r->evidence.bdev_dirty_own_path));
+	json_object_object_add(be, "bdev_dirty_owner_wb_path",
+			       json_object_new_uint64(r->evidence.bdev_dirty_shared_path));
+	json_object_object_add(be, "dormant", json_object_new_boolean(verdict_bdev_dormant(&r->evidence)));
 	json_object_object_add(b, "evidence", be);
 	json_object_object_add(o, "dying_wb_fallback", d);
 	json_object_object_add(o, "bdev_foreign_flush", b);
@@ -84,9 +90,12 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
 		printf("dying-wb fallback:   %s (symbol %s; foreign flushes to the dying wb: %llu ok, %llu -ENOENT)\n",
 		       wbg_verdict_to_string(r.dying_wb), r.evidence.sym_lookup_dying ? "present" : "absent",
 		       (unsigned long long)r.evidence.ok_to_dying, (unsigned long long)r.evidence.enoent_to_dying);
-		printf("bdev foreign flush:  %s (symbol %s; flush_foreign dev field %s)\n",
-		       wbg_verdict_to_string(r.bdev_flush), r.evidence.sym_bdev_flush ? "present" : "absent",
-		       r.evidence.tp_dev_field ? "present" : "absent");
+		printf("bdev foreign flush:  %s%s (symbol %s; flush_foreign dev field %s; foreign bdev dirtying: "
+		       "%llu on its own path, %llu on the owner-wb path)\n",
+		       wbg_verdict_to_string(r.bdev_flush), verdict_bdev_dormant(&r.evidence) ? ", code present but dormant" : "",
+		       r.evidence.sym_bdev_flush ? "present" : "absent", r.evidence.tp_dev_field ? "present" : "absent",
+		       (unsigned long long)r.evidence.bdev_dirty_own_path,
+		       (unsigned long long)r.evidence.bdev_dirty_shared_path);
 		printf("probe took %.1f s%s\n", r.seconds, r.saw_flush ? "" : "; the kernel made no foreign flush");
 	}
 	return r.dying_wb == WBG_VERDICT_ACTIVE ? 0 : r.dying_wb == WBG_VERDICT_MISSING ? 1 : 2;

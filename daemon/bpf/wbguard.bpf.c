@@ -292,38 +292,51 @@ int BPF_PROG(path_frn_exit)
 	return 0;
 }
 
-/* The same events with seed 001's dev field, as CO-RE sees them: the field's
- * presence is decided from the running kernel's BTF, not a version. */
-struct trace_event_raw_flush_foreign___dev {
-	dev_t dev;
-} __attribute__((preserve_access_index));
-
-struct trace_event_raw_track_foreign_dirty___dev {
-	dev_t dev;
-} __attribute__((preserve_access_index));
-
-SEC("tracepoint/writeback/flush_foreign")
-int path_flush_foreign(void *ctx)
+/* writeback:flush_foreign and track_foreign_dirty, with and without seed
+ * 001's dev argument: user space loads the variant whose argument count
+ * matches the running kernel's event (from BTF, not a version). */
+static __always_inline int flush_foreign(__u32 dev)
 {
-	struct trace_event_raw_flush_foreign___dev *e = ctx;
-	__u32 dev = 0;
-
-	if (bpf_core_field_exists(e->dev))
-		dev = BPF_CORE_READ(e, dev);
 	total_add(dev ? WBG_T_FLUSH_FOREIGN_BDEV : WBG_T_FLUSH_FOREIGN_WB, 1);
 	return 0;
 }
 
-SEC("tracepoint/writeback/track_foreign_dirty")
-int path_foreign_dirty(void *ctx)
+SEC("tp_btf/flush_foreign")
+int BPF_PROG(path_fforeign, struct bdi_writeback *wb, unsigned int bdi_id, unsigned int memcg_id)
 {
-	struct trace_event_raw_track_foreign_dirty___dev *e = ctx;
-	__u32 dev = 0;
+	return flush_foreign(0);
+}
 
-	if (bpf_core_field_exists(e->dev))
-		dev = BPF_CORE_READ(e, dev);
-	total_add(dev ? WBG_T_FOREIGN_DIRTY_BDEV : WBG_T_FOREIGN_DIRTY_WB, 1);
+SEC("tp_btf/flush_foreign")
+int BPF_PROG(path_fforeign_dev, struct bdi_writeback *wb, unsigned int bdi_id, unsigned int memcg_id, dev_t dev)
+{
+	return flush_foreign(dev);
+}
+
+/* Whether the foreign folio is a block device's page cache tells seed 001's
+ * case apart on any kernel; dev says whether the kernel took its own path
+ * for it (a kernel with the code but not the path shows dev 0 here). */
+static __always_inline int foreign_dirty(struct folio *folio, __u32 dev)
+{
+	__u32 mode = BPF_CORE_READ(folio, mapping, host, i_mode);
+
+	if ((mode & S_IFMT) != S_IFBLK)
+		total_add(WBG_T_FOREIGN_DIRTY_WB, 1);
+	else
+		total_add(dev ? WBG_T_FOREIGN_DIRTY_BDEV : WBG_T_FOREIGN_DIRTY_BDEV_SHARED, 1);
 	return 0;
+}
+
+SEC("tp_btf/track_foreign_dirty")
+int BPF_PROG(path_fdirty, struct folio *folio, struct bdi_writeback *wb)
+{
+	return foreign_dirty(folio, 0);
+}
+
+SEC("tp_btf/track_foreign_dirty")
+int BPF_PROG(path_fdirty_dev, struct folio *folio, struct bdi_writeback *wb, dev_t dev)
+{
+	return foreign_dirty(folio, dev);
 }
 
 struct {

@@ -74,8 +74,9 @@ enum wbg_total {
 	WBG_T_FRN_WORK_NS,            /* ... and their time */
 	WBG_T_FLUSH_FOREIGN_WB,       /* writeback:flush_foreign for a cgroup wb */
 	WBG_T_FLUSH_FOREIGN_BDEV,     /* ... for a block device (dev != 0) */
-	WBG_T_FOREIGN_DIRTY_WB,       /* writeback:track_foreign_dirty */
-	WBG_T_FOREIGN_DIRTY_BDEV,     /* ... of a block device's page cache */
+	WBG_T_FOREIGN_DIRTY_WB,       /* writeback:track_foreign_dirty, a file's folio */
+	WBG_T_FOREIGN_DIRTY_BDEV,     /* ... a block device's, on seed 001's own path (dev != 0) */
+	WBG_T_FOREIGN_DIRTY_BDEV_SHARED, /* ... a block device's, on the owner-wb path */
 	WBG_T_BDP_PAUSES,             /* balance_dirty_pages() sleeps */
 	WBG_T_BDP_PAUSE_MS,           /* ... their length in ms, as traced */
 	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */

@@ -26,8 +26,14 @@ static void hist(FILE *f, const void *h)
 	metric_hist(f, "wbguard_test_seconds", h);
 }
 
+static void rows(FILE *f, const void *r)
+{
+	metric_rows_write(f, "wbguard_test_total", (struct metric_rows *)r);
+}
+
 int main(void)
 {
+	struct metric_rows r = { 0 };
 	static const double b[] = { 0.001, 0.01, 0.1 };
 	struct wbg_hist h;
 	char *s;
@@ -52,6 +58,15 @@ int main(void)
 		      strstr(s, "{le=\"0.1\"} 3\n") && strstr(s, "{le=\"+Inf\"} 4\n") &&
 		      strstr(s, "wbguard_test_seconds_count 4\n"),
 	      "cumulative buckets, +Inf, count:\n%s", s);
+	free(s);
+
+	metric_rows_add(&r, "id=\"/b\"", 2);
+	metric_rows_add(&r, "id=\"/a\"", 1);
+	metric_rows_add(&r, "id=\"/b\"", 3); /* a successor at the same path */
+	s = render(rows, &r);
+	CHECK(strcmp(s, "wbguard_test_total{id=\"/a\"} 1\nwbguard_test_total{id=\"/b\"} 5\n") == 0,
+	      "rows sorted, equal label sets summed into one series:\n%s", s);
+	CHECK(r.n == 0 && r.v == NULL, "rows freed after writing");
 	free(s);
 	return tap_done();
 }

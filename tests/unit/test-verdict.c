@@ -32,6 +32,14 @@ int main(void)
 	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_ACTIVE, "the tracepoint's dev field");
 	e = (struct wbg_evidence){ .bdev_flushes = 3 };
 	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_ACTIVE, "a bdev flush seen");
+	e = (struct wbg_evidence){ .sym_bdev_flush = true, .tp_dev_field = true, .bdev_dirty_shared_path = 40 };
+	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_MISSING && verdict_bdev_dormant(&e),
+	      "code present, but foreign bdev dirtying took the owner-wb path: missing (dormant)");
+	e.bdev_dirty_own_path = 1;
+	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_ACTIVE && !verdict_bdev_dormant(&e), "one on its own path: active");
+	e = (struct wbg_evidence){ .bdev_dirty_shared_path = 40 };
+	CHECK(verdict_bdev_flush(&e) == WBG_VERDICT_MISSING && !verdict_bdev_dormant(&e),
+	      "no code, owner-wb path: missing, not dormant");
 	e = (struct wbg_evidence){ .lookup_dying_found = 1, .enoent_to_dying = 40 };
 	CHECK(verdict_dying_wb(&e) == WBG_VERDICT_ACTIVE, "a dying wb found by the fallback");
 

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The kernel's side of the metrics, from the BPF counters: fallback paths,
+ * foreign flushes, dirty-throttle pauses and wb switches, node-wide and per
+ * cgroup. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf-counters.h"
+#include "macro.h"
+#include "manager.h"
+#include "metrics-http.h"
+
+/* A cgroup's labels: id as cAdvisor has it (the path from the cgroupfs root
+ * with a leading '/'), escaped. NULL for cgroups we cannot name: their
+ * counts are in the node-wide totals only. */
+static char *cgroup_labels(struct manager *m, uint64_t id)
+{
+	const char *path = manager_cgroup_path(m, id);
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (!path || !(f = open_memstream(&buf, &n)))
+		return NULL;
+	fputs("id=\"/", f);
+	metric_label_value(f, path);
+	fputc('"', f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static const char *const result_names[] = { "ok", "enoent", "other" };
+
+static unsigned result_class(int ret)
+{
+	return ret == 0 ? 0 : ret == -ENOENT ? 1 : 2;
+}
+
+/* Per-target-cgroup foreign flush results; several error codes fold into
+ * "other", and cgroups sharing a path into one series. */
+struct rows_ctx {
+	struct manager *m;
+	struct metric_rows rows;
+	unsigned field; /* for the cgroup stats: 0 pauses, 1 pause seconds, 2 switches from */
+};
+
+static int add_wbid(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+{
+	struct rows_ctx *c = userdata;
+	_cleanup_free_ char *id = k->cgroup_id ? cgroup_labels(c->m, k->cgroup_id) : NULL, *labels = NULL;
+
+	if (!id) /* the lookup was never reached, or a cgroup we cannot name */
+		return 0;
+	if (asprintf(&labels, "%s,result=\"%s\",target=\"%s\"", id, result_names[result_class(k->ret)],
+		     wbg_target_state_to_string(k->target_state)) < 0)
+		return -ENOMEM;
+	return metric_rows_add(&c->rows, labels, (double)count);
+}
+
+static void write_cgroup_wbid(FILE *f, struct manager *m)
+{
+	struct rows_ctx c = { .m = m };
+
+	metric_family(f, "wbguard_cgroup_foreign_flushes_total", "counter",
+		      "The kernel's foreign flushes to this cgroup's wbs, by result and by whether it was dying then.");
+	if (wbg_bpf_foreach_wbid(m->bpf, add_wbid, &c) < 0)
+		metric_rows_free(&c.rows);
+	metric_rows_write(f, "wbguard_cgroup_foreign_flushes_total", &c.rows);
+}
+
+static int add_stats(uint64_t id, const struct wbg_cgroup_stats *st, void *userdata)
+{
+	struct rows_ctx *c = userdata;
+	const uint64_t count[] = { st->pauses, st->pauses, st->switches_from };
+	const double v[] = { (double)st->pauses, st->pause_ms / 1000.0, (double)st->switches_from };
+	_cleanup_free_ char *labels = NULL;
+
+	if (count[c->field] == 0)
+		return 0;
+	labels = cgroup_labels(c->m, id);
+	return labels ? metric_rows_add(&c->rows, labels, v[c->field]) : 0;
+}
+
+static void write_cgroup_stats(FILE *f, struct manager *m, unsigned field, const char *name, const char *help)
+{
+	struct rows_ctx c = { .m = m, .field = field };
+
+	metric_family(f, name, "counter", help);
+	if (wbg_bpf_foreach_cgroup_stats(m->bpf, add_stats, &c) < 0)
+		metric_rows_free(&c.rows);
+	metric_rows_write(f, name, &c.rows);
+}
+
+static bool attached(struct manager *m, const char *prog)
+{
+	return m->bpf && wbg_bpf_attached(m->bpf, prog) > 0;
+}
+
+static int write_prog(const char *name, bool ok, const char *why, void *userdata)
+{
+	FILE *f = userdata;
+
+	fprintf(f, "wbguard_bpf_program_attached{program=\"%s\",reason=\"", name);
+	metric_label_value(f, ok ? "" : why);
+	fprintf(f, "\"} %d\n", ok);
+	return 0;
+}
+
+/* The kernel's side, from the BPF counters: exact node-wide totals, then
+ * the per-cgroup series. A family is left out when its program is not
+ * attached, so a missing counter never reads as zero. */
+void metrics_write_kernel(FILE *f, struct manager *m)
+{
+	uint64_t t[_WBG_TOTAL_MAX];
+
+	metric_family(f, "wbguard_bpf_program_attached", "gauge",
+		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing.");
+	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
+	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
+		return;
+	if (attached(m, "wbid_exit")) {
+		metric_family(f, "wbguard_kernel_foreign_flushes_total", "counter",
+			      "The kernel's foreign flushes (cgroup_writeback_by_id) by result and by whether the "
+			      "target memcg was dying: enoent to a dying target is the stall.");
+		for (unsigned r = 0; r < 3; r++)
+			for (unsigned st = 0; st < 3; st++)
+				fprintf(f, "wbguard_kernel_foreign_flushes_total{result=\"%s\",target=\"%s\"} %" PRIu64 "\n",
+					result_names[r], wbg_target_state_to_string(st), t[WBG_T_WBID + r * 3 + st]);
+	}
+	if (attached(m, "wbid_lookup_dying")) {
+		const char *n = "wbguard_kernel_dying_wb_lookups_total";
+
+		metric_family(f, n, "counter",
+			      "Seed 000's fallback: wb_get_lookup_dying() calls that found a dying wb, and that did not.");
+		metric_labelled(f, n, "result", "found", t[WBG_T_LOOKUP_DYING_FOUND]);
+		metric_labelled(f, n, "result", "none", t[WBG_T_LOOKUP_DYING_NONE]);
+	}
+	if (attached(m, "path_bdev_flush") || attached(m, "path_bdev_wb"))
+		metric_counter(f, "wbguard_kernel_bdev_flushes_total",
+			"Seed 001's fallback: foreign block-device page caches written back on their own.",
+			t[WBG_T_BDEV_FLUSH]);
+	if (attached(m, "path_frn_exit")) {
+		metric_counter(f, "wbguard_kernel_bdev_flush_work_total", "memcg_bdev_frn_flusher work items run.",
+			t[WBG_T_FRN_WORK]);
+		metric_value(f, "wbguard_kernel_bdev_flush_work_seconds_total", "counter",
+				 "Time memcg_bdev_frn_flusher work items took.", t[WBG_T_FRN_WORK_NS] / 1e9);
+	}
+	if (attached(m, "path_fforeign") || attached(m, "path_fforeign_dev")) {
+		const char *n = "wbguard_kernel_foreign_flush_requests_total";
+
+		metric_family(f, n, "counter",
+			      "writeback:flush_foreign events: flushes of another cgroup's wb (kind wb) or of a "
+			      "block device's page cache on its own (kind bdev, seed 001).");
+		metric_labelled(f, n, "kind", "wb", t[WBG_T_FLUSH_FOREIGN_WB]);
+		metric_labelled(f, n, "kind", "bdev", t[WBG_T_FLUSH_FOREIGN_BDEV]);
+	}
+	if (attached(m, "path_fdirty") || attached(m, "path_fdirty_dev")) {
+		const char *n = "wbguard_kernel_foreign_dirty_total";
+
+		metric_family(f, n, "counter",
+			      "writeback:track_foreign_dirty events: folios dirtied against another cgroup's wb, by "
+			      "whose page cache (a file's or a block device's) and the path the kernel took for it "
+			      "(owner_wb: flush the owner's whole wb; bdev: seed 001's own bdev flush).");
+		fprintf(f, "%s{folio=\"file\",path=\"owner_wb\"} %" PRIu64 "\n", n, t[WBG_T_FOREIGN_DIRTY_WB]);
+		fprintf(f, "%s{folio=\"bdev\",path=\"owner_wb\"} %" PRIu64 "\n", n,
+			t[WBG_T_FOREIGN_DIRTY_BDEV_SHARED]);
+		fprintf(f, "%s{folio=\"bdev\",path=\"bdev\"} %" PRIu64 "\n", n, t[WBG_T_FOREIGN_DIRTY_BDEV]);
+	}
+	if (attached(m, "path_bdp")) {
+		metric_counter(f, "wbguard_kernel_dirty_throttle_pauses_total",
+			"Writers put to sleep in balance_dirty_pages(), node-wide.", t[WBG_T_BDP_PAUSES]);
+		metric_value(f, "wbguard_kernel_dirty_throttle_pause_seconds_total", "counter",
+				 "Time writers were put to sleep in balance_dirty_pages(), node-wide.",
+				 t[WBG_T_BDP_PAUSE_MS] / 1000.0);
+		write_cgroup_stats(f, m, 0, "wbguard_cgroup_dirty_throttle_pauses_total",
+				   "Sleeps of this cgroup's writers in balance_dirty_pages().");
+		write_cgroup_stats(f, m, 1, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
+				   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.");
+	}
+	if (attached(m, "path_switch")) {
+		metric_counter(f, "wbguard_kernel_inode_wb_switches_total",
+			"Inodes switched between cgroup wbs (seed 002); rate() gives switches per second.",
+			t[WBG_T_SWITCHES]);
+		write_cgroup_stats(f, m, 2, "wbguard_cgroup_inode_wb_switches_total",
+				   "Inodes switched away from this cgroup's wbs.");
+	}
+	if (attached(m, "wbid_exit"))
+		write_cgroup_wbid(f, m);
+}
+
