@@ -56,3 +56,5 @@ daemon_stop() {
 scrape_metrics() { curl -sf http://127.0.0.1:9573/metrics >/wbg-out/metrics.txt; }
 metric() { awk -v k="$1" '$1 == k {print $2}' /wbg-out/metrics.txt; }
 verdict() { grep "^wbguard_kernel_$1{state=" /wbg-out/metrics.txt | awk '$2 == 1' | sed 's/.*state="\([a-z]*\)".*/\1/'; }
+# fgt A B: A > B as numbers (decimals allowed); empty counts as 0.
+fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }

@@ -13,3 +13,25 @@ scrape_metrics
 check "verdict: dying-wb fallback missing on 6.1" test "$(verdict dying_wb_fallback)" = missing
 check "verdict: bdev foreign flush missing on 6.1" test "$(verdict bdev_foreign_flush)" = missing
 daemon_stop
+check "metrics: -ENOENT to the removed cgroup" \
+	test "$(metric 'wbguard_cgroup_foreign_flushes_total{id="/wbstall/old",result="enoent",target="dying"}')" -gt 0
+pause_off=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+check "metrics: the replacement's balance_dirty_pages pause time" fgt "$pause_off" 0
+
+# With wbguardd mitigating: no -ENOENT, and the pauses gone.
+daemon_start "$WBG_BUILD"
+check "wbguardd starts on 6.1 (mitigation auto)" test $? = 0
+$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
+scrape_metrics
+check "mitigated: no -ENOENT to dying wbs" \
+	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
+pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
+check "mitigated: pause time under a tenth of the stalled run's" fgt "$pause_off" "$(awk -v p="${pause_on:-0}" 'BEGIN { print p * 10 }')"
+promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
+check "promtool accepts the 6.1 scrape" test $? = 0
+daemon_stop
+
+"$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
+check "verify exits 1 (missing) on 6.1" test $? = 1
+check "verify: bdev missing on 6.1" test "$(jq -r .bdev_foreign_flush.state /wbg-out/verify.json)" = missing

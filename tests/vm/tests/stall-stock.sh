@@ -23,6 +23,19 @@ echo "# -ENOENT: wbguard BPF $ours, bpftrace $theirs"
 check "ext4: BPF -ENOENT count equals bpftrace's" test "${ours:-x}" = "${theirs:-y}"
 ours=$(jqv $r '.cgroup_writeback_by_id.all.ok'); theirs=$(awk '$1 == 0 {print $2}' /tmp/w.txt)
 check "ext4: BPF ok count equals bpftrace's" test "${ours:-0}" = "${theirs:-0}"
+# The same, as an operator sees it: a real scrape.
+scrape_metrics
+cp /wbg-out/metrics.txt /wbg-out/metrics-stall.txt
+promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
+check "promtool accepts the scrape after the stall" test $? = 0
+check "metrics: -ENOENT to the removed cgroup, in its own series" \
+	test "$(metric 'wbguard_cgroup_foreign_flushes_total{id="/wbstall/old",result="enoent",target="dying"}')" -gt 0
+pause_off=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+check "metrics: the replacement's balance_dirty_pages pause time" fgt "$pause_off" 0
+check "metrics: fallback programs this kernel lacks are reported, with the reason" \
+	grep -q '^wbguard_bpf_program_attached{program="wbid_lookup_dying",reason="kernel has no wb_get_lookup_dying"} 0' /wbg-out/metrics.txt
+check "metrics: foreign dirtying of files on the owner-wb path" \
+	test "$(metric 'wbguard_kernel_foreign_dirty_total{folio="file",path="owner_wb"}')" -gt 0
 
 $S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
 check "wbstall on xfs, removed" test $? = 0
@@ -50,6 +63,31 @@ check "verdict evidence: -ENOENT to dying wbs counted" \
 check "verdict: bdev foreign flush missing on stock 6.12" test "$(verdict bdev_foreign_flush)" = missing
 check "handovers recorded as disabled, not lost" \
 	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="disabled"}')" -gt 0
+daemon_stop
+
+# wbguardd mitigating (mode auto: on, the fallback is missing): no -ENOENT.
+daemon_start "$WBG_BUILD"
+check "wbguardd starts (mitigation auto)" test $? = 0
+$S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
+check "wbstall on ext4, removed, with wbguardd" test $? = 0
+scrape_metrics
+cp /wbg-out/metrics.txt /wbg-out/metrics-mitigated.txt
+check "mitigated: no -ENOENT to dying wbs" \
+	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
+pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
+# Series of a cgroup the kernel released go after one scrape has reported them
+# (dropping the page cache lets the dying memcgs go).
+check "mitigated: the removed cgroup still has series (inodes switched away from it)" \
+	grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt
+echo 3 >/proc/sys/vm/drop_caches
+i=0
+while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 20 ]; do
+	sleep 0.5
+	scrape_metrics
+	i=$((i + 1))
+done
+check "released cgroup's series dropped after being reported" test -z "$(grep 'id="/wbstall/old"' /wbg-out/metrics.txt)"
 daemon_stop
 
 # The active probe: the same verdict, quickly, and nothing left behind, even

@@ -1,0 +1,29 @@
+# vm: --kernel bdevfrnwq --disks ext4
+# Both fallback patches with seed 001's workqueue allocated (built by
+# tests/vm/kernel/build): foreign bdev dirtying takes seed 001's own path,
+# the kernel calls bdev_flush_by_dev from its workqueue, and the verdict is
+# active from what the kernel did.
+. "$WBG_TOP/tests/vm/lib.sh"
+. "$WBG_TOP/tests/vm/bdev-foreign.sh"
+daemon_start "$WBG_BUILD"
+check "wbguardd starts" test $? = 0
+bdev_foreign_dirty
+check "foreign bdev dirtying set up" test $? = 0
+sleep 11
+scrape_metrics
+own=$(metric 'wbguard_kernel_foreign_dirty_total{folio="bdev",path="bdev"}')
+echo "# foreign bdev dirtying on seed 001's path: ${own:-0}; bdev flush requests $(metric 'wbguard_kernel_foreign_flush_requests_total{kind="bdev"}'), bdev flushes $(metric wbguard_kernel_bdev_flushes_total), work items $(metric wbguard_kernel_bdev_flush_work_total)"
+check "foreign bdev dirtying on seed 001's own path" test "${own:-0}" -gt 0
+check "none on the owner-wb path" test "$(metric 'wbguard_kernel_foreign_dirty_total{folio="bdev",path="owner_wb"}')" = 0
+check "flush_foreign requests for the bdev" test "$(metric 'wbguard_kernel_foreign_flush_requests_total{kind="bdev"}')" -gt 0
+check "bdev_flush_by_dev called" test "$(metric wbguard_kernel_bdev_flushes_total)" -gt 0
+check "memcg_bdev_frn_flusher work counted" test "$(metric wbguard_kernel_bdev_flush_work_total)" -gt 0
+check "verdict: bdev foreign flush active" test "$(verdict bdev_foreign_flush)" = active
+check "evidence: bdev flushes seen" test "$(metric 'wbguard_kernel_bdev_foreign_flush_evidence{kind="bdev_flushes_seen"}')" -gt 0
+promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
+check "promtool accepts the scrape" test $? = 0
+daemon_stop
+"$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
+check "verify exits 0" test $? = 0
+check "verify: bdev active from the probe" \
+	test "$(jq -r '[.bdev_foreign_flush.state, (.bdev_foreign_flush.evidence.bdev_dirty_own_path > 0)] | join(",")' /wbg-out/verify.json)" = active,true
