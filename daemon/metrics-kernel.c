@@ -190,6 +190,11 @@ void metrics_write_kernel(FILE *f, struct manager *m)
 		write_cgroup_stats(f, m, 2, "wbguard_cgroup_inode_wb_switches_total",
 				   "Inodes switched away from this cgroup's wbs.");
 	}
+	if (attached(m, "life_rmdir"))
+		metric_counter(f, "wbguard_bpf_events_lost_total",
+			       "Cgroup removals and releases the BPF ring buffer had no room for (inotify still "
+			       "reports removals; a lost release leaves series until the LRU evicts them).",
+			       t[WBG_T_LIFE_LOST]);
 	if (attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
 }

@@ -392,8 +392,11 @@ static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u
 {
 	struct wbg_rmdir_event *e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
 
-	if (!e)
-		return 0; /* ring full: user space counts the gap through inotify */
+	if (!e) {
+		/* ring full: counted; inotify still reports the removal */
+		total_add(WBG_T_LIFE_LOST, 1);
+		return 0;
+	}
 	e->kind = kind;
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
 	e->level = BPF_CORE_READ(cgrp, level);

@@ -80,6 +80,7 @@ enum wbg_total {
 	WBG_T_BDP_PAUSES,             /* balance_dirty_pages() sleeps */
 	WBG_T_BDP_PAUSE_MS,           /* ... their length in ms, as traced */
 	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */
+	WBG_T_LIFE_LOST,              /* removals/releases the full ring buffer dropped */
 	_WBG_TOTAL_MAX,
 };
 
