@@ -21,6 +21,8 @@ void config_init(struct wbg_config *c)
 		.cgroup_root = "/sys/fs/cgroup",
 		.log_level = LOG_INFO,
 		.state_dir = "/run/wbguard",
+		.proc_sys = "/proc/sys",
+		.flush = true,
 		.workers = 4,
 		.timeout_usec = 30ULL * 1000000,
 		/* KERNEL-NOTES: on ext4 one syncfs can leave inodes I_DIRTY_SYNC and
@@ -34,29 +36,76 @@ void config_init(struct wbg_config *c)
 		.flush_bdev = true,
 		.scratch_cycle = true,
 		.mitigation = WBG_MITIGATION_AUTO,
+		.expiry_mech = WBG_EXPIRY_PER_POD,
+		.boost_cs = 500, /* seed 000's workaround: 5 s instead of 30 */
+		.boost_window_usec = 60ULL * 1000000,
 		.bpf = true,
 		.metrics_listen = "127.0.0.1:9573",
 	};
 }
 
+static const char *const default_runtime_dirs[] = { "/run/crun", "/run/runc", "/run/containerd/runc/k8s.io",
+						     "/run/docker/runtime-runc/moby" };
+
+static void free_strv(char **v, unsigned *n)
+{
+	for (unsigned i = 0; i < *n; i++)
+		free(v[i]);
+	*n = 0;
+}
+
+static void free_policies(struct wbg_config *c)
+{
+	for (unsigned i = 0; i < c->n_policies; i++)
+		free(c->policies[i].match);
+	c->n_policies = 0;
+}
+
 void config_done(struct wbg_config *c)
 {
-	for (unsigned i = 0; i < c->n_roots; i++)
-		free(c->roots[i]);
-	c->n_roots = 0;
+	free_strv(c->roots, &c->n_roots);
+	free_strv(c->runtime_dirs, &c->n_runtime_dirs);
+	free_policies(c);
+}
+
+static int copy_strv(char **dst, const char *const *src, unsigned n, unsigned *ret_n)
+{
+	*ret_n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		dst[i] = strdup(src[i]);
+		if (!dst[i])
+			return -ENOMEM;
+		*ret_n = i + 1;
+	}
+	return 0;
 }
 
 static int config_copy(struct wbg_config *dst, const struct wbg_config *src)
 {
 	*dst = *src;
-	for (unsigned i = 0; i < src->n_roots; i++) {
-		dst->roots[i] = strdup(src->roots[i]);
-		if (!dst->roots[i]) {
-			dst->n_roots = i;
+	dst->n_roots = dst->n_runtime_dirs = dst->n_policies = 0;
+	if (copy_strv(dst->roots, (const char *const *)src->roots, src->n_roots, &dst->n_roots) < 0 ||
+	    copy_strv(dst->runtime_dirs, (const char *const *)src->runtime_dirs, src->n_runtime_dirs,
+		      &dst->n_runtime_dirs) < 0)
+		return -ENOMEM;
+	for (unsigned i = 0; i < src->n_policies; i++) {
+		dst->policies[i] = src->policies[i];
+		dst->policies[i].match = strdup(src->policies[i].match);
+		if (!dst->policies[i].match)
 			return -ENOMEM;
-		}
+		dst->n_policies = i + 1;
 	}
 	return 0;
+}
+
+const char *const *config_runtime_dirs(const struct wbg_config *c, unsigned *ret_n)
+{
+	if (!c->runtime_dirs_set) {
+		*ret_n = ELEMENTSOF(default_runtime_dirs);
+		return default_runtime_dirs;
+	}
+	*ret_n = c->n_runtime_dirs;
+	return (const char *const *)c->runtime_dirs;
 }
 
 struct parse_ctx {
@@ -173,6 +222,47 @@ static int parse_roots(struct wbg_config *c, const char *v)
 	return 0;
 }
 
+static int parse_runtime_dirs(struct wbg_config *c, const char *v)
+{
+	char *saveptr = NULL, *tok;
+	_cleanup_free_ char *copy = strdup(v);
+
+	if (!copy)
+		return -ENOMEM;
+	free_strv(c->runtime_dirs, &c->n_runtime_dirs);
+	c->runtime_dirs_set = true;
+	for (tok = strtok_r(copy, " \t", &saveptr); tok; tok = strtok_r(NULL, " \t", &saveptr)) {
+		if (tok[0] != '/' || strstr(tok, "..") || c->n_runtime_dirs >= WBG_RUNTIME_DIRS_MAX)
+			return -EINVAL;
+		c->runtime_dirs[c->n_runtime_dirs] = strdup(tok);
+		if (!c->runtime_dirs[c->n_runtime_dirs])
+			return -ENOMEM;
+		c->n_runtime_dirs++;
+	}
+	return 0;
+}
+
+/* [policy "GLOB"]: the rule for GLOB, created on first use. */
+static int policy_section(struct wbg_config *c, const char *section, struct wbg_policy_rule **ret)
+{
+	size_t n = strlen(section);
+	_cleanup_free_ char *glob = NULL;
+
+	if (n < 10 || strncmp(section, "policy \"", 8) != 0 || section[n - 1] != '"')
+		return -ENOKEY;
+	glob = strndup(section + 8, n - 9);
+	if (!glob)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->n_policies; i++)
+		if (strcmp(c->policies[i].match, glob) == 0)
+			return *ret = &c->policies[i], 0;
+	if (c->n_policies >= WBG_POLICIES_MAX)
+		return -E2BIG;
+	c->policies[c->n_policies] = (struct wbg_policy_rule){ .match = TAKE_PTR(glob) };
+	*ret = &c->policies[c->n_policies++];
+	return 0;
+}
+
 static int set_passes(struct wbg_config *c, const char *fstype, const char *v)
 {
 	unsigned n;
@@ -207,6 +297,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	if (IS("daemon", "scratch_cgroup"))
 		return *expect = "a cgroup path relative to cgroup_root",
 		       parse_path(v[0] == '/' ? v + 1 : v, false, c->scratch_cgroup, sizeof(c->scratch_cgroup));
+	if (IS("daemon", "proc_sys"))
+		return *expect = "an absolute path", parse_path(v, true, c->proc_sys, sizeof(c->proc_sys));
 	if (IS("daemon", "log_level")) {
 		static const char *const levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
 
@@ -216,6 +308,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 				return c->log_level = (int)i, 0;
 		return -EINVAL;
 	}
+	if (IS("flush", "enable"))
+		return *expect = "yes or no", parse_bool(v, &c->flush);
 	if (IS("flush", "workers"))
 		return *expect = "a number from 1 to 64", parse_uint(v, 1, 64, &c->workers);
 	if (IS("flush", "timeout_sec")) {
@@ -247,6 +341,50 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		*expect = "auto, on or off";
 		r = parse_auto_on_off(v);
 		return r < 0 ? r : (c->mitigation = (enum wbg_mitigation)r, 0);
+	}
+	if (IS("expiry", "default")) {
+		*expect = "empty (the kernel's), centiseconds, or a duration (500ms, 5s, 2m)";
+		if (!*v)
+			return c->expiry_default_cs = 0, 0;
+		return parse_expiry(v, &c->expiry_default_cs);
+	}
+	if (IS("expiry", "mechanism"))
+		return *expect = "per-pod or global", parse_expiry_mech(v, &c->expiry_mech);
+	if (IS("expiry", "boost")) {
+		*expect = "off, centiseconds, or a duration (5s)";
+		if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
+			return c->boost_cs = 0, 0;
+		return parse_expiry(v, &c->boost_cs);
+	}
+	if (IS("expiry", "boost_window_sec")) {
+		*expect = "seconds, from 1 to 86400";
+		r = parse_double(v, &secs);
+		if (r < 0 || secs < 1 || secs > 86400)
+			return -EINVAL;
+		c->boost_window_usec = (uint64_t)(secs * 1e6);
+		return 0;
+	}
+	if (IS("expiry", "runtime_state_dirs"))
+		return *expect = "absolute paths separated by spaces", parse_runtime_dirs(c, v);
+	if (strncmp(section, "policy", 6) == 0) {
+		struct wbg_policy_rule *rule;
+
+		*expect = "a section named [policy \"GLOB\"]";
+		r = policy_section(c, section, &rule);
+		if (r == -ENOKEY)
+			return -EINVAL;
+		if (r < 0)
+			return r;
+		if (strcmp(key, "dirty_expire") == 0)
+			return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &rule->expire_cs);
+		if (strcmp(key, "mechanism") == 0) {
+			*expect = "per-pod or global";
+			r = parse_expiry_mech(v, &rule->mech);
+			if (r == 0)
+				rule->has_mech = true;
+			return r;
+		}
+		return -ENOKEY;
 	}
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);

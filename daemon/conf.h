@@ -6,9 +6,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "expiry-policy.h"
+
 #define WBG_CONF_FILE "/etc/wbguard/wbguard.conf"
 #define WBG_ROOTS_MAX 16
 #define WBG_FSTYPES_MAX 8
+#define WBG_POLICIES_MAX 64
+#define WBG_RUNTIME_DIRS_MAX 8
 
 enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF };
 enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
@@ -25,8 +29,10 @@ struct wbg_config {
 	unsigned n_roots;
 	int log_level;
 	char state_dir[256];
+	char proc_sys[256]; /* where vm.dirty_expire_centisecs lives: <proc_sys>/vm/... */
 	char scratch_cgroup[256]; /* "" = pick at start (own delegated subtree or root) */
 	/* [flush] */
+	bool flush;      /* flush for removed cgroups at all (no: the boost alone) */
 	unsigned workers;
 	uint64_t timeout_usec;
 	struct wbg_fs_passes passes[WBG_FSTYPES_MAX];
@@ -38,6 +44,17 @@ struct wbg_config {
 	bool scratch_cycle;
 	/* [mitigation] */
 	enum wbg_mitigation mitigation;
+	/* [expiry] */
+	unsigned expiry_default_cs; /* 0: pods without a policy keep the kernel's */
+	enum wbg_expiry_mech expiry_mech;
+	unsigned boost_cs;          /* 0: no handover boost */
+	uint64_t boost_window_usec;
+	char *runtime_dirs[WBG_RUNTIME_DIRS_MAX]; /* OCI runtimes' state roots */
+	unsigned n_runtime_dirs;
+	bool runtime_dirs_set;
+	/* [policy "GLOB"] sections, in file order: the first match wins */
+	struct wbg_policy_rule policies[WBG_POLICIES_MAX];
+	unsigned n_policies;
 	/* [bpf] */
 	bool bpf;
 	/* [metrics] */
@@ -46,6 +63,8 @@ struct wbg_config {
 };
 
 void config_init(struct wbg_config *c);
+/* The runtime state dirs: as configured, or the defaults. */
+const char *const *config_runtime_dirs(const struct wbg_config *c, unsigned *ret_n);
 void config_done(struct wbg_config *c);
 /* Loads path, then path's directory's conf.d/ *.conf in lexical order. A
  * missing main file is fine (defaults); any bad line is an error naming file,

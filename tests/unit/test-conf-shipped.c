@@ -43,6 +43,19 @@ int main(int argc, char **argv)
 		      strcmp(uncommented.metrics_listen, def.metrics_listen) == 0 &&
 		      strcmp(uncommented.metrics_textfile, def.metrics_textfile) == 0,
 	      "documented defaults are the built-in defaults");
+	{
+		unsigned nd, nu;
+		const char *const *d = config_runtime_dirs(&def, &nd), *const *u = config_runtime_dirs(&uncommented, &nu);
+		bool same = nd == nu;
+
+		for (unsigned i = 0; same && i < nd; i++)
+			same = strcmp(d[i], u[i]) == 0;
+		CHECK(same && strcmp(uncommented.proc_sys, def.proc_sys) == 0 && uncommented.flush == def.flush &&
+			      uncommented.expiry_default_cs == def.expiry_default_cs &&
+			      uncommented.expiry_mech == def.expiry_mech && uncommented.boost_cs == def.boost_cs &&
+			      uncommented.boost_window_usec == def.boost_window_usec && uncommented.n_policies == 0,
+		      "documented [expiry] defaults are the built-in ones");
+	}
 	CHECK(config_passes_for(&uncommented, "ext4") == 2 && config_passes_for(&uncommented, "xfs") == 1 &&
 		      config_passes_for(&uncommented, "btrfs") == 1 && config_passes_for(&uncommented, "f2fs") == 1,
 	      "documented syncfs passes are the built-in ones");

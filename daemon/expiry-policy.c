@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "expiry-policy.h"
+#include "macro.h"
+
+int parse_expiry(const char *v, unsigned *ret_cs)
+{
+	static const struct {
+		const char *unit;
+		double cs;
+	} units[] = { { "", 1 }, { "cs", 1 }, { "ms", 0.1 }, { "s", 100 }, { "m", 6000 } };
+	char *end;
+	double x;
+
+	if (!v || !*v || *v == '-' || *v == '+' || *v == ' ')
+		return -EINVAL;
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || !isfinite(x))
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(units); i++)
+		if (strcmp(end, units[i].unit) == 0) {
+			double cs = x * units[i].cs;
+
+			if (cs < 1 || cs > WBG_EXPIRY_MAX_CS)
+				return -ERANGE;
+			*ret_cs = (unsigned)(cs + 0.5);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int parse_expiry_mech(const char *v, enum wbg_expiry_mech *ret)
+{
+	if (strcmp(v, "per-pod") == 0)
+		return *ret = WBG_EXPIRY_PER_POD, 0;
+	if (strcmp(v, "global") == 0)
+		return *ret = WBG_EXPIRY_GLOBAL, 0;
+	return -EINVAL;
+}
+
+const char *wbg_expiry_mech_to_string(enum wbg_expiry_mech m)
+{
+	return m == WBG_EXPIRY_GLOBAL ? "global" : "per-pod";
+}
+
+static const struct wbg_policy_rule *match_rule(const struct wbg_config *c, const char *path, const char *unit)
+{
+	for (unsigned i = 0; i < c->n_policies; i++) {
+		const struct wbg_policy_rule *r = &c->policies[i];
+
+		if (fnmatch(r->match, path, 0) == 0 || (unit && *unit && fnmatch(r->match, unit, 0) == 0))
+			return r;
+	}
+	return NULL;
+}
+
+int policy_resolve(const struct wbg_config *c, const char *path, const char *unit, const char *annotation,
+		   struct wbg_policy *ret, char *err, size_t errlen)
+{
+	const struct wbg_policy_rule *rule = match_rule(c, path, unit);
+	struct wbg_policy p = { .mech = rule && rule->has_mech ? rule->mech : c->expiry_mech };
+
+	if (errlen)
+		err[0] = 0;
+	if (annotation) {
+		if (parse_expiry(annotation, &p.expire_cs) == 0) {
+			snprintf(p.source, sizeof(p.source), "annotation %s", WBG_EXPIRY_ANNOTATION);
+			*ret = p;
+			return 1;
+		}
+		snprintf(err, errlen,
+			 "annotation %s = '%.64s': expected centiseconds or a duration from 10ms to 24h (500, 250ms, 5s, 2m)",
+			 WBG_EXPIRY_ANNOTATION, annotation);
+	}
+	if (rule && rule->expire_cs) {
+		p.expire_cs = rule->expire_cs;
+		snprintf(p.source, sizeof(p.source), "[policy \"%.128s\"]", rule->match);
+		*ret = p;
+		return 1;
+	}
+	if (c->expiry_default_cs) {
+		p.expire_cs = c->expiry_default_cs;
+		snprintf(p.source, sizeof(p.source), "[expiry] default");
+		*ret = p;
+		return 1;
+	}
+	return 0;
+}
