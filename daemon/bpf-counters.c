@@ -574,3 +574,34 @@ int btf_struct_has_member(const char *type, const char *member)
 	btf__free(vmlinux);
 	return r;
 }
+
+int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 armed = WBG_EXPIRY_ARMED;
+	__u32 zero = 0;
+	_cleanup_free_ void *last = NULL;
+
+	if (!(b->groups & WBG_BPF_DIRTIED))
+		return -EOPNOTSUPP;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_ANY) < 0)
+		return -errno;
+	/* The per-CPU "same inode as last time" shortcut would hide a writer
+	 * that keeps appending to one file: forget it. */
+	if (ncpu < 0)
+		return ncpu;
+	last = calloc(ncpu, 16 /* struct last_seen, 8-byte aligned per CPU */);
+	if (!last)
+		return -ENOMEM;
+	(void)bpf_map_update_elem(bpf_map__fd(b->skel->maps.dirty_last), &zero, last, BPF_ANY);
+	return 0;
+}
+
+int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (!(b->groups & WBG_BPF_DIRTIED))
+		return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}

@@ -31,9 +31,11 @@ int flush_syncfs(int mount_fd, unsigned passes);
 bool flush_fs_has_handles(const char *fstype);
 /* The file handle the filesystem's export code decodes for (ino, gen). */
 int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct file_handle *fh, size_t size);
-/* fsync each inode; returns 0 unless the filesystem refused handles at all
- * (then the caller falls back to syncfs). */
-int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n,
+/* fsync each inode, or with start_only just start its writeback
+ * (sync_file_range SYNC_FILE_RANGE_WRITE: no waiting, no journal commit);
+ * returns 0 unless the filesystem refused handles at all (then the caller
+ * falls back to syncfs). */
+int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, bool start_only,
 		 struct wbg_flush_stats *st);
 
 /* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node, which must be

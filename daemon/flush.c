@@ -57,15 +57,25 @@ struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fst
 	return j;
 }
 
-int flush_job_add_waiter(struct flush_job *j, uint64_t id)
+static int id_append(uint64_t **v, size_t *n, uint64_t id)
 {
-	uint64_t *w = realloc(j->waiters, (j->n_waiters + 1) * sizeof(*w));
+	uint64_t *w = realloc(*v, (*n + 1) * sizeof(*w));
 
 	if (!w)
 		return -ENOMEM;
-	w[j->n_waiters++] = id;
-	j->waiters = w;
+	w[(*n)++] = id;
+	*v = w;
 	return 0;
+}
+
+int flush_job_add_waiter(struct flush_job *j, uint64_t id)
+{
+	return id_append(&j->waiters, &j->n_waiters, id);
+}
+
+int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id)
+{
+	return id_append(&j->pods, &j->n_pods, cgroup_id);
 }
 
 int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n)
@@ -90,6 +100,7 @@ void flush_job_free(struct flush_job *j)
 		return;
 	free(j->inodes);
 	free(j->waiters);
+	free(j->pods);
 	free(j);
 }
 
@@ -121,8 +132,17 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 
 		if (fd < 0)
 			j->result = -errno;
-		else if (j->use_inodes) {
-			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, &j->stats);
+		else if (j->mode == FLUSH_MODE_EXPIRY) {
+			/* Start writeback of the pod's inodes and return, as the
+			 * kernel's expiry does; syncfs only if handles are refused. */
+			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, true, &j->stats)
+						  : -EOPNOTSUPP;
+			if (j->result < 0) {
+				j->fell_back = true;
+				j->result = flush_syncfs(fd, 1);
+			}
+		} else if (j->use_inodes) {
+			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, false, &j->stats);
 			if (j->result < 0) {
 				/* handles refused: the whole filesystem instead */
 				j->fell_back = true;
@@ -306,6 +326,21 @@ static int merge(struct flush_job *into, struct flush_job *j)
 		r = flush_job_add_waiter(into, j->waiters[i]);
 		if (r < 0)
 			return r;
+	}
+	for (size_t i = 0; i < j->n_pods; i++) {
+		r = flush_job_add_pod(into, j->pods[i]);
+		if (r < 0)
+			return r;
+	}
+	if (j->mode == FLUSH_MODE_HANDOVER && into->mode == FLUSH_MODE_EXPIRY) {
+		/* the handover's flush covers the pod's inodes too */
+		into->mode = FLUSH_MODE_HANDOVER;
+		if (into->use_inodes && !j->use_inodes) {
+			into->use_inodes = false;
+			free(into->inodes);
+			into->inodes = NULL;
+			into->n_inodes = into->cap_inodes = 0;
+		}
 	}
 	if (into->use_inodes && j->use_inodes) {
 		r = flush_job_add_inodes(into, j->inodes, j->n_inodes);

@@ -18,6 +18,13 @@
 
 enum flush_kind { FLUSH_FS, FLUSH_BDEV };
 
+/* HANDOVER: a removed cgroup's data, all of it, before its wb dies (fsync
+ * the inodes, then one syncfs pass; or syncfs passes). EXPIRY: a live pod's
+ * dirty data that is due (start writeback of its inodes, like the kernel's
+ * own expiry does, and nobody else's). A job that needs both is a HANDOVER:
+ * its syncfs covers the pod's inodes. */
+enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY };
+
 struct flush_job {
 	struct flush_job *next;
 	/* what */
@@ -25,13 +32,16 @@ struct flush_job {
 	enum flush_kind kind;
 	char fstype[32];
 	char mount[4096];        /* mount point; for FLUSH_BDEV the device node */
+	enum flush_mode mode;
 	unsigned passes;         /* syncfs passes */
 	bool use_inodes;         /* fsync these inodes instead of syncfs */
 	struct wbg_inode_key *inodes;
 	size_t n_inodes, cap_inodes;
-	/* who waits: handover ids */
+	/* who waits: handover ids, and cgroup ids of pods' expiry flushes */
 	uint64_t *waiters;
 	size_t n_waiters;
+	uint64_t *pods;
+	size_t n_pods;
 	/* results, filled by the worker */
 	uint64_t queued_usec, started_usec, finished_usec;
 	int result;
@@ -55,5 +65,6 @@ unsigned flush_pool_busy(const struct flush_pool *p);
 
 struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fstype, const char *mount);
 int flush_job_add_waiter(struct flush_job *j, uint64_t handover_id);
+int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id);
 int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n);
 void flush_job_free(struct flush_job *j);

@@ -18,6 +18,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "bpf-counters.h"
+#include "expiry.h"
 #include "cgroup-util.h"
 #include "flush.h"
 #include "log.h"
@@ -103,6 +104,7 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	sd_event_source_disable_unref(h->verify_source);
 	tdelete(h, &m->active, cmp_handover);
 	m->handovers[h->trigger][h->outcome]++;
+	expiry_handover_ended(m, h);
 	o = handover_to_json(h);
 	log_full_errno(h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO,
 		       0, "handover %" PRIu64 " %s: %s", h->id, h->path,
@@ -358,6 +360,10 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		end_early(m, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
 		return;
 	}
+	if (!m->cfg.flush) {
+		end_early(m, c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
+		return;
+	}
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
@@ -534,10 +540,15 @@ static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 
 	if (e->root != 0)
 		return 0;
+	if (e->kind == WBG_LIFE_DIRTY) {
+		expiry_dirty_event(m, e->cgroup_id);
+		return 0;
+	}
 	if (e->kind == WBG_LIFE_RELEASE) {
 		on_release(m, e->cgroup_id);
 		return 0;
 	}
+	expiry_cgroup_gone(m, e->cgroup_id);
 	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
 	note_departed(m, e->cgroup_id, path);
 	if (registry_find_id(&m->reg, e->cgroup_id) || recently_handled(m, e->cgroup_id))
@@ -563,8 +574,10 @@ static int on_rmdir_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
 {
-	if (c->populated)
+	if (c->populated) {
 		note_mount_namespace(w->userdata, c);
+		expiry_cgroup_populated(w->userdata, c);
+	}
 	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
 }
 
@@ -573,10 +586,12 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 	struct manager *m = w->userdata;
 
 	if (!populated) {
+		expiry_cgroup_emptied(m, c->id);
 		handover_event(m, c, WBG_TRIGGER_POPULATED_0);
 		return;
 	}
 	note_mount_namespace(m, c);
+	expiry_cgroup_populated(m, c);
 	c->settled = false; /* in use again: its next going-away is news */
 	if (c->handover && c->handover->n_pending == 0) {
 		/* In use again before anyone removed it: that handover is over. */
@@ -593,6 +608,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	struct manager *m = w->userdata;
 
 	note_departed(m, c->id, c->path);
+	expiry_cgroup_gone(m, c->id);
 	handover_event(m, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
 	if (dirtied_bpf(m))
 		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
@@ -657,6 +673,7 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 			if (h->n_pending == 0)
 				flush_finished(m, h);
 		}
+		expiry_job_done(m, j);
 		flush_job_free(j);
 	}
 	return 0;
@@ -849,6 +866,9 @@ int manager_start(struct manager *m)
 	snprintf(path, sizeof(path), "%s", m->cfg.state_dir);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		log_warning_errno(errno, "Cannot create %s", path);
+	r = expiry_start(m);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof(path), "%s/handovers.jsonl", m->cfg.state_dir);
 	m->records = fopen(path, "ae");
 	if (!m->records)
@@ -899,8 +919,10 @@ struct manager *manager_free(struct manager *m)
 	if (!m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
-	if (m->event)
+	if (m->event) {
+		expiry_stop(m); /* the admin's sysctl back first */
 		metrics_textfile_update(m, true);
+	}
 	watch_systemd_stop(m);
 	metrics_http_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);

@@ -16,6 +16,7 @@
 #include "mountinfo.h"
 #include "registry.h"
 #include "scratch.h"
+#include "sysctl-keeper.h"
 #include "verdict.h"
 #include "watch-cgroupfs.h"
 
@@ -71,6 +72,14 @@ struct manager {
 	uint64_t flushed_device_bytes;
 	struct wbg_hist reaction;       /* trigger -> first flush issued */
 	struct wbg_hist flush_duration; /* first flush -> all targets done */
+
+	/* per-pod dirty expiry and the boost (expiry.c) */
+	struct wbg_sysctl sysctl;
+	bool sysctl_ok;              /* readable at start; else no global mechanism, no boost */
+	void *pods;                  /* tsearch tree of struct pod, by cgroup id */
+	size_t n_pods[2];            /* by mechanism */
+	sd_event_source *sysctl_check_source, *boost_source;
+	uint64_t expiry_flushes, expiry_policy_errors, expiry_unsupported, boosts;
 
 	/* the metrics endpoint (libmicrohttpd, driven by our loop) */
 	struct MHD_Daemon *mhd;

@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 
 #include "bpf-counters.h"
+#include "expiry.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -96,6 +97,7 @@ void metrics_write(struct manager *m, FILE *f)
 	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_owner_wb_path\"} %" PRIu64 "\n",
 		m->evidence.bdev_dirty_shared_path);
 
+	expiry_metrics(f, m);
 	metrics_write_kernel(f, m);
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->scrapes);
 }

@@ -7,7 +7,13 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "cgroup-util.h"
 #include "cli-util.h"
+#include "macro.h"
+#include "sysctl-keeper.h"
 #include "log.h"
 #include "parse-util.h"
 #include "verify.h"
@@ -23,14 +29,19 @@ static void help(void)
 	       "            writeback (seed 000's fallback): a few MiB written in a private\n"
 	       "            scratch cgroup and directory, seconds. Leaves nothing behind.\n"
 	       "            Exit status: 0 active, 1 missing, 2 unknown (or the probe\n"
-	       "            could not run).\n\n"
+	       "            could not run).\n"
+	       "  status    vm.dirty_expire_centisecs: its value now, the admin's value that\n"
+	       "            wbguardd restores, and which pods (or the handover boost) hold\n"
+	       "            it lowered. Exit status: 0, or 1 if it cannot be read.\n\n"
 	       "Options:\n"
 	       "  -h --help              show this help\n"
 	       "     --version           show the version\n"
 	       "     --json              machine-readable output\n"
 	       "     --dir DIR           where the probe writes (default /var/tmp; must be on disk)\n"
 	       "     --cgroup-root PATH  cgroup2 mount (default /sys/fs/cgroup)\n"
-	       "     --timeout SEC       give up on seeing a foreign flush (default 20)\n");
+	       "     --timeout SEC       give up on seeing a foreign flush (default 20)\n"
+	       "     --state-dir DIR     wbguardd's state (default /run/wbguard)\n"
+	       "     --proc-sys DIR      where the sysctls are (default /proc/sys)\n");
 }
 
 static void on_signal(int sig)
@@ -101,16 +112,69 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
 	return r.dying_wb == WBG_VERDICT_ACTIVE ? 0 : r.dying_wb == WBG_VERDICT_MISSING ? 1 : 2;
 }
 
+/* From wbguardd's state file and the sysctl itself, so it answers with the
+ * daemon stopped or crashed too (then the file says what a restart will
+ * restore). */
+static int status(bool json, const char *state_dir, const char *proc_sys)
+{
+	struct wbg_sysctl k = { 0 };
+	_cleanup_free_ char *text = NULL;
+	struct json_object *st = NULL, *o, *holders = NULL, *v;
+	unsigned cur;
+	int r;
+
+	snprintf(k.path, sizeof(k.path), "%s/vm/dirty_expire_centisecs", proc_sys);
+	snprintf(k.state_path, sizeof(k.state_path), "%s/sysctl.json", state_dir);
+	r = sysctl_keeper_read(&k, &cur);
+	if (r < 0) {
+		log_error_errno(r, "Cannot read %s", k.path);
+		return 1;
+	}
+	if (read_small_file_at(AT_FDCWD, k.state_path, 1 << 20, &text) >= 0)
+		st = json_tokener_parse(text);
+	o = json_object_new_object();
+	json_object_object_add(o, "sysctl", json_object_new_string(WBG_SYSCTL_NAME));
+	json_object_object_add(o, "current", json_object_new_int64(cur));
+	json_object_object_add(o, "lowered", json_object_new_boolean(st != NULL));
+	if (st && json_object_object_get_ex(st, "original", &v))
+		json_object_object_add(o, "original", json_object_get(v));
+	else
+		json_object_object_add(o, "original", json_object_new_int64(cur));
+	if (st && json_object_object_get_ex(st, "holders", &holders))
+		json_object_object_add(o, "holders", json_object_get(holders));
+	else
+		json_object_object_add(o, "holders", json_object_new_array());
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	else if (!st)
+		printf("%s = %u (not changed by wbguardd)\n", WBG_SYSCTL_NAME, cur);
+	else {
+		json_object_object_get_ex(o, "original", &v);
+		printf("%s = %u, lowered by wbguardd; the admin's value %" PRId64 " is restored when nobody holds it\n",
+		       WBG_SYSCTL_NAME, cur, json_object_get_int64(v));
+		for (size_t i = 0; holders && i < json_object_array_length(holders); i++) {
+			struct json_object *h = json_object_array_get_idx(holders, i), *id, *val;
+
+			if (json_object_object_get_ex(h, "id", &id) && json_object_object_get_ex(h, "value", &val))
+				printf("  held at %-6" PRId64 " by %s\n", json_object_get_int64(val), json_object_get_string(id));
+		}
+	}
+	json_object_put(o);
+	json_object_put(st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION };
+	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
 		{ "cgroup-root", required_argument, NULL, ARG_ROOT }, { "timeout", required_argument, NULL, ARG_TIMEOUT },
+		{ "state-dir", required_argument, NULL, ARG_STATE_DIR }, { "proc-sys", required_argument, NULL, ARG_PROC_SYS },
 		{},
 	};
-	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup";
+	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
 	double timeout = 20;
 	bool json = false;
 	int c;
@@ -132,6 +196,12 @@ int main(int argc, char **argv)
 		case ARG_ROOT:
 			root = optarg;
 			break;
+		case ARG_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case ARG_PROC_SYS:
+			proc_sys = optarg;
+			break;
 		case ARG_TIMEOUT:
 			if (parse_double(optarg, &timeout) < 0 || timeout <= 0) {
 				log_error("--timeout: '%s' is not a number of seconds", optarg);
@@ -148,6 +218,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[optind], "verify") == 0)
 		return verify(json, dir, root, timeout);
+	if (strcmp(argv[optind], "status") == 0)
+		return status(json, state_dir, proc_sys);
 	log_error("Unknown command '%s'; see --help", argv[optind]);
 	return 2;
 }

@@ -181,6 +181,42 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		__sync_fetch_and_add(&c->count, 1);
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} rmdir_events SEC(".maps");
+
+/* Pods with a per-pod expiry, armed by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WBG_EXPIRY_PODS_MAX);
+	__type(key, __u64);
+	__type(value, __u64); /* 64 bits: what BPF's cmpxchg takes without -mcpu=v3 */
+} expiry_watch SEC(".maps");
+
+/* An armed pod's first dirtying since: one event, and the pod is disarmed
+ * (user space re-arms it when it writes the pod's data back). */
+static __always_inline void expiry_note(__u64 cgid)
+{
+	__u64 *st = bpf_map_lookup_elem(&expiry_watch, &cgid);
+	struct wbg_rmdir_event *e;
+
+	if (!st || *st != WBG_EXPIRY_ARMED ||
+	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
+		return;
+	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	if (!e) {
+		*st = WBG_EXPIRY_ARMED; /* try again on the next dirtying */
+		return;
+	}
+	e->kind = WBG_LIFE_DIRTY;
+	e->cgroup_id = cgid;
+	e->level = 0;
+	e->root = 0;
+	e->path[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 /* The last (cgroup, inode) each CPU recorded: a writer dirties many folios
  * of one file in a row, and those need no map updates. (So the folio counts
  * are counts of such runs, not of folios.) */
@@ -218,6 +254,7 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 		last->cgroup_id = cgid;
 		last->inode = (__u64)inode;
 	}
+	expiry_note(cgid);
 	mode = BPF_CORE_READ(inode, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) {
 		/* The block device's own page cache (its inode lives on the
@@ -382,11 +419,6 @@ int path_switch(struct trace_event_raw_inode_switch_wbs *e)
 		__sync_fetch_and_add(&st->switches_from, 1);
 	return 0;
 }
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} rmdir_events SEC(".maps");
 
 static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u32 kind)
 {

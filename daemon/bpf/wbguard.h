@@ -96,6 +96,15 @@ struct wbg_cgroup_stats {
 enum wbg_life_kind {
 	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
 	WBG_LIFE_RELEASE = 1, /* released: gone, every css of it freed */
+	WBG_LIFE_DIRTY = 2,   /* a watched pod dirtied a page (its expiry clock starts) */
+};
+
+/* Per-pod expiry: user space arms a pod's cgroup; its next dirtying fires
+ * one WBG_LIFE_DIRTY event and disarms it. */
+#define WBG_EXPIRY_PODS_MAX 4096
+enum wbg_expiry_watch {
+	WBG_EXPIRY_ARMED = 1,
+	WBG_EXPIRY_FIRED = 2,
 };
 
 /* A cgroup removed (tracepoint cgroup:cgroup_rmdir), for removals too quick

@@ -54,6 +54,37 @@ int main(void)
 	CHECK((seen & 0x1ffffe) == 0x1ffffe, "each of the 20 exactly accounted for");
 	CHECK(done <= 3 + 1, "20 requests for one target cost at most 3 runs (%u jobs in all)", done);
 	CHECK(failed == 1, "the missing mount failed, the rest did not (%u)", failed);
+
+	/* A pod's expiry flush without an inode set falls back to syncfs and
+	 * reports back to its pod; merged with a handover's job it becomes one. */
+	{
+		struct flush_job *e = flush_job_new(st.st_dev, FLUSH_FS, "tmpfs", "/tmp"), *h = job(st.st_dev, "/tmp", 50),
+				 *e2 = flush_job_new(st.st_dev, FLUSH_FS, "tmpfs", "/tmp"), *j;
+		size_t pods = 0, hw = 0;
+		bool fell_back = false, handover_mode = false;
+
+		e->mode = e2->mode = FLUSH_MODE_EXPIRY;
+		flush_job_add_pod(e, 7);
+		flush_job_add_pod(e2, 8);
+		h->mode = FLUSH_MODE_HANDOVER;
+		CHECK(flush_pool_submit(p, e) == 0 && flush_pool_submit(p, e2) == 0 && flush_pool_submit(p, h) == 0,
+		      "two expiry jobs and a handover job for one target");
+		while (pods + hw < 3) {
+			struct pollfd pfd = { .fd = flush_pool_fd(p), .events = POLLIN };
+
+			if (poll(&pfd, 1, 5000) <= 0)
+				break;
+			while ((j = flush_pool_take_done(p))) {
+				pods += j->n_pods;
+				hw += j->n_waiters;
+				fell_back |= j->mode == FLUSH_MODE_EXPIRY && j->fell_back && j->result == 0;
+				handover_mode |= j->n_waiters && j->n_pods && j->mode == FLUSH_MODE_HANDOVER;
+				flush_job_free(j);
+			}
+		}
+		CHECK(pods == 2 && hw == 1, "both pods and the handover hear back");
+		CHECK(fell_back || handover_mode, "expiry without inodes fell back to syncfs, or rode on the handover's");
+	}
 	flush_pool_free(p);
 	return tap_done();
 }
