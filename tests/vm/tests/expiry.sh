@@ -134,4 +134,21 @@ check "read-only /proc/sys: the error names it" grep -q "/proc/sys is read-only 
 check "read-only /proc/sys: counted in a metric" test "$(metric wbguard_sysctl_errors_total)" -ge 1
 check "read-only /proc/sys: the value untouched" test "$(cat $sysctl)" = "$admin"
 kill $g1 $ro; wait $g1 $ro 2>/dev/null
+
+# The handover boost: no flush (only the boost acts), the kernel's fallback
+# missing or unknown, a removal that left dirty data: the sysctl is held at
+# 500 for the window, then the admin's value is back.
+printf '[flush]\nenable = no\n[expiry]\nboost = 5s\nboost_window_sec = 3\n' >/tmp/boost.conf
+daemon_start "$WBG_BUILD" --config /tmp/boost.conf
+check "wbguardd starts (flush off, boost on)" test $? = 0
+mkdir /sys/fs/cgroup/wbgtest/gone
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/gone/cgroup.procs; exec dd if=/dev/zero of=/mnt/ext4/gone bs=1M count=8 status=none'
+sleep 0.5
+check "boost: a removal's flush did not happen, the sysctl is at 500" test "$(cat $sysctl)" = 500
+sleep 3.5
+check "boost: the window over, the admin's value is back" test "$(cat $sysctl)" = "$admin"
+scrape_metrics
+check "boost: counted" test "$(metric wbguard_expiry_boosts_total)" = 1
+daemon_stop
+rmdir /sys/fs/cgroup/wbgtest/gone
 rmdir /sys/fs/cgroup/wbgtest/g1 /sys/fs/cgroup/wbgtest/g2 /sys/fs/cgroup/wbgtest/pod-* /sys/fs/cgroup/wbgtest 2>/dev/null || true
