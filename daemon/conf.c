@@ -193,6 +193,16 @@ static int parse_uint(const char *v, unsigned min, unsigned max, unsigned *ret)
 	return 0;
 }
 
+static int parse_seconds(const char *v, double min, double max, uint64_t *ret_usec)
+{
+	double secs;
+
+	if (parse_double(v, &secs) < 0 || secs < min || secs > max)
+		return -EINVAL;
+	*ret_usec = (uint64_t)(secs * 1e6);
+	return 0;
+}
+
 static int parse_path(const char *v, bool absolute, char *buf, size_t size)
 {
 	if ((absolute && v[0] != '/') || strlen(v) >= size || strstr(v, "/../") || strncmp(v, "../", 3) == 0)
@@ -201,43 +211,27 @@ static int parse_path(const char *v, bool absolute, char *buf, size_t size)
 	return 0;
 }
 
-static int parse_roots(struct wbg_config *c, const char *v)
+/* Space-separated paths into a string array (replacing it): roots are
+ * relative to cgroup_root (leading '/' dropped), runtime dirs absolute;
+ * neither may climb with "..". */
+static int parse_paths(const char *v, bool absolute, char **out, unsigned *n, unsigned max)
 {
 	char *saveptr = NULL, *tok;
 	_cleanup_free_ char *copy = strdup(v);
 
 	if (!copy)
 		return -ENOMEM;
-	config_done(c);
+	free_strv(out, n);
 	for (tok = strtok_r(copy, " \t", &saveptr); tok; tok = strtok_r(NULL, " \t", &saveptr)) {
-		while (*tok == '/')
-			tok++;
-		if (strstr(tok, "..") || c->n_roots >= WBG_ROOTS_MAX)
+		if (!absolute)
+			while (*tok == '/')
+				tok++;
+		if ((absolute && tok[0] != '/') || strstr(tok, "..") || *n >= max)
 			return -EINVAL;
-		c->roots[c->n_roots] = strdup(tok);
-		if (!c->roots[c->n_roots])
+		out[*n] = strdup(tok);
+		if (!out[*n])
 			return -ENOMEM;
-		c->n_roots++;
-	}
-	return 0;
-}
-
-static int parse_runtime_dirs(struct wbg_config *c, const char *v)
-{
-	char *saveptr = NULL, *tok;
-	_cleanup_free_ char *copy = strdup(v);
-
-	if (!copy)
-		return -ENOMEM;
-	free_strv(c->runtime_dirs, &c->n_runtime_dirs);
-	c->runtime_dirs_set = true;
-	for (tok = strtok_r(copy, " \t", &saveptr); tok; tok = strtok_r(NULL, " \t", &saveptr)) {
-		if (tok[0] != '/' || strstr(tok, "..") || c->n_runtime_dirs >= WBG_RUNTIME_DIRS_MAX)
-			return -EINVAL;
-		c->runtime_dirs[c->n_runtime_dirs] = strdup(tok);
-		if (!c->runtime_dirs[c->n_runtime_dirs])
-			return -ENOMEM;
-		c->n_runtime_dirs++;
+		(*n)++;
 	}
 	return 0;
 }
@@ -284,14 +278,14 @@ static int set_passes(struct wbg_config *c, const char *fstype, const char *v)
  * key; *expect says what a good value looks like. */
 static int set_key(struct wbg_config *c, const char *section, const char *key, const char *v, const char **expect)
 {
-	double secs;
 	int r;
 
 #define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
 	if (IS("daemon", "cgroup_root"))
 		return *expect = "an absolute path", parse_path(v, true, c->cgroup_root, sizeof(c->cgroup_root));
 	if (IS("daemon", "roots"))
-		return *expect = "cgroup paths relative to cgroup_root, separated by spaces", parse_roots(c, v);
+		return *expect = "cgroup paths relative to cgroup_root, separated by spaces",
+		       parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
 	if (IS("daemon", "state_dir"))
 		return *expect = "an absolute path", parse_path(v, true, c->state_dir, sizeof(c->state_dir));
 	if (IS("daemon", "scratch_cgroup"))
@@ -312,14 +306,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		return *expect = "yes or no", parse_bool(v, &c->flush);
 	if (IS("flush", "workers"))
 		return *expect = "a number from 1 to 64", parse_uint(v, 1, 64, &c->workers);
-	if (IS("flush", "timeout_sec")) {
-		*expect = "seconds, from 0.1 to 3600";
-		r = parse_double(v, &secs);
-		if (r < 0 || secs < 0.1 || secs > 3600)
-			return -EINVAL;
-		c->timeout_usec = (uint64_t)(secs * 1e6);
-		return 0;
-	}
+	if (IS("flush", "timeout_sec"))
+		return *expect = "seconds, from 0.1 to 3600", parse_seconds(v, 0.1, 3600, &c->timeout_usec);
 	if (strcmp(section, "flush") == 0 && strncmp(key, "passes_", 7) == 0) {
 		*expect = "a number of syncfs passes from 0 to 4";
 		if (strcmp(key + 7, "default") == 0)
@@ -356,16 +344,12 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 			return c->boost_cs = 0, 0;
 		return parse_expiry(v, &c->boost_cs);
 	}
-	if (IS("expiry", "boost_window_sec")) {
-		*expect = "seconds, from 1 to 86400";
-		r = parse_double(v, &secs);
-		if (r < 0 || secs < 1 || secs > 86400)
-			return -EINVAL;
-		c->boost_window_usec = (uint64_t)(secs * 1e6);
-		return 0;
-	}
+	if (IS("expiry", "boost_window_sec"))
+		return *expect = "seconds, from 1 to 86400", parse_seconds(v, 1, 86400, &c->boost_window_usec);
 	if (IS("expiry", "runtime_state_dirs"))
-		return *expect = "absolute paths separated by spaces", parse_runtime_dirs(c, v);
+		return *expect = "absolute paths separated by spaces",
+		       (c->runtime_dirs_set = true,
+			parse_paths(v, true, c->runtime_dirs, &c->n_runtime_dirs, WBG_RUNTIME_DIRS_MAX));
 	if (strncmp(section, "policy", 6) == 0) {
 		struct wbg_policy_rule *rule;
 

@@ -5,13 +5,7 @@
 #include <string.h>
 
 #include "departed.h"
-
-static int cmp_id(const void *a, const void *b)
-{
-	uint64_t x = ((const struct wbg_departed_entry *)a)->id, y = ((const struct wbg_departed_entry *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
+#include "macro.h"
 
 int departed_init(struct wbg_departed *d, size_t cap)
 {
@@ -64,7 +58,7 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 
 	if (d->cap == 0)
 		return -EINVAL;
-	if (tfind(&key, &d->by_id, cmp_id)) {
+	if (tfind(&key, &d->by_id, cmp_leading_u64)) {
 		*ret_evicted = 0;
 		return 0;
 	}
@@ -74,7 +68,7 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 		struct wbg_departed_entry *old = *slot(d, 0);
 
 		evicted = old->id;
-		tdelete(old, &d->by_id, cmp_id);
+		tdelete(old, &d->by_id, cmp_leading_u64);
 		entry_free(old);
 		d->head = (d->head + 1) % d->cap;
 		d->n--;
@@ -84,7 +78,7 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 		return -ENOMEM;
 	e->id = id;
 	e->path = strdup(path);
-	found = e->path ? tsearch(e, &d->by_id, cmp_id) : NULL;
+	found = e->path ? tsearch(e, &d->by_id, cmp_leading_u64) : NULL;
 	if (!found) {
 		entry_free(e);
 		return -ENOMEM;
@@ -96,7 +90,7 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 
 const struct wbg_departed_entry *departed_find(const struct wbg_departed *d, uint64_t id)
 {
-	struct wbg_departed_entry key = { .id = id }, **found = tfind(&key, &d->by_id, cmp_id);
+	struct wbg_departed_entry key = { .id = id }, **found = tfind(&key, &d->by_id, cmp_leading_u64);
 
 	return found ? *found : NULL;
 }
@@ -122,7 +116,7 @@ size_t departed_drop_released(struct wbg_departed *d, void (*f)(uint64_t id, voi
 			continue;
 		if (f)
 			f(e->id, userdata);
-		tdelete(e, &d->by_id, cmp_id);
+		tdelete(e, &d->by_id, cmp_leading_u64);
 		entry_free(e);
 		*s = NULL;
 		dropped++;

@@ -36,16 +36,9 @@ struct pod {
 	sd_event_source *timer; /* the expiry, or a retry of the policy lookup */
 };
 
-static int cmp_pod(const void *a, const void *b)
-{
-	uint64_t x = ((const struct pod *)a)->id, y = ((const struct pod *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
-
 static struct pod *find_pod(struct manager *m, uint64_t id)
 {
-	struct pod key = { .id = id }, **p = tfind(&key, &m->pods, cmp_pod);
+	struct pod key = { .id = id }, **p = tfind(&key, &m->pods, cmp_leading_u64);
 
 	return p ? *p : NULL;
 }
@@ -217,7 +210,7 @@ static void resolve(struct manager *m, struct pod *pod)
 	runtime_state_done(&st);
 	if (!pod->has_policy && !pod->timer) {
 		/* nothing to do for it: not kept */
-		tdelete(pod, &m->pods, cmp_pod);
+		tdelete(pod, &m->pods, cmp_leading_u64);
 		pod_free(pod);
 	}
 }
@@ -244,7 +237,7 @@ void expiry_cgroup_populated(struct manager *m, const struct wbg_cgroup *c)
 	}
 	pod->id = c->id;
 	pod->m = m;
-	if (!tsearch(pod, &m->pods, cmp_pod)) {
+	if (!tsearch(pod, &m->pods, cmp_leading_u64)) {
 		pod_free(pod);
 		log_oom();
 		return;
@@ -276,7 +269,7 @@ void expiry_cgroup_gone(struct manager *m, uint64_t cgroup_id)
 		release(m, pod->path);
 	if (m->bpf)
 		(void)wbg_bpf_expiry_forget(m->bpf, cgroup_id);
-	tdelete(pod, &m->pods, cmp_pod);
+	tdelete(pod, &m->pods, cmp_leading_u64);
 	pod_free(pod);
 }
 
@@ -304,22 +297,9 @@ static int on_expiry(sd_event_source *s, uint64_t usec, void *userdata)
 		return 0;
 	}
 	for (size_t i = 0; i < plan.n; i++) {
-		struct wbg_plan_target *t = &plan.t[i];
-		struct flush_job *j = flush_job_new(t->dev, t->kind, t->fstype, t->mount);
-
-		if (!j || t->kind != FLUSH_FS) {
-			flush_job_free(j);
+		if (plan.t[i].kind != FLUSH_FS)
 			continue;
-		}
-		j->mode = FLUSH_MODE_EXPIRY;
-		j->use_inodes = t->use_inodes;
-		r = flush_job_add_pod(j, pod->id);
-		if (r == 0 && t->use_inodes)
-			r = flush_job_add_inodes(j, t->inodes, t->n_inodes);
-		if (r == 0)
-			r = flush_pool_submit(m->pool, j);
-		if (r < 0) {
-			flush_job_free(j);
+		if (plan_target_submit(m->pool, &plan.t[i], FLUSH_MODE_EXPIRY, pod->id) < 0) {
 			log_oom();
 			break;
 		}

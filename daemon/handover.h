@@ -103,6 +103,9 @@ int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mo
 /* The filesystems with writeback that a process's mountinfo shows. */
 int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n);
 void plan_free(struct wbg_plan *p);
+/* One target as a job in the pool: for a handover (id = the handover's) or a
+ * pod's expiry (id = its cgroup's). */
+int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id);
 /* Whether a filesystem type has writeback at all (tmpfs, proc... do not). */
 bool fstype_has_writeback(const char *fstype);
 

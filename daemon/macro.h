@@ -3,12 +3,21 @@
 #pragma once
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <dirent.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
+
+/* tsearch order for structs whose first member is their uint64_t id. */
+static inline int cmp_leading_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define _unused_ __attribute__((unused))
 

@@ -39,16 +39,9 @@ static uint64_t now_usec(struct manager *m)
 	return t;
 }
 
-static int cmp_handover(const void *a, const void *b)
-{
-	uint64_t x = ((const struct wbg_handover *)a)->id, y = ((const struct wbg_handover *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
-
 static struct wbg_handover *find_active(struct manager *m, uint64_t id)
 {
-	struct wbg_handover key = { .id = id }, **f = tfind(&key, &m->active, cmp_handover);
+	struct wbg_handover key = { .id = id }, **f = tfind(&key, &m->active, cmp_leading_u64);
 
 	return f ? *f : NULL;
 }
@@ -102,7 +95,7 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	m->flushed_device_bytes += h->device_bytes;
 	sd_event_source_disable_unref(h->timeout_source);
 	sd_event_source_disable_unref(h->verify_source);
-	tdelete(h, &m->active, cmp_handover);
+	tdelete(h, &m->active, cmp_leading_u64);
 	m->handovers[h->trigger][h->outcome]++;
 	expiry_handover_ended(m, h);
 	o = handover_to_json(h);
@@ -196,24 +189,12 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 	h->plan_source = plan->source;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct wbg_plan_target *t = &plan->t[i];
-		struct flush_job *j = flush_job_new(t->dev, t->kind, t->fstype, t->mount);
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-
-		if (!j)
+		r = plan_target_submit(m->pool, t, FLUSH_MODE_HANDOVER, h->id);
+		if (r < 0)
 			return log_oom();
-		j->passes = t->passes;
-		j->use_inodes = t->use_inodes;
-		r = flush_job_add_waiter(j, h->id);
-		if (r == 0 && t->use_inodes)
-			r = flush_job_add_inodes(j, t->inodes, t->n_inodes);
-		if (r == 0)
-			r = flush_pool_submit(m->pool, j);
-		if (r < 0) {
-			flush_job_free(j);
-			return log_oom();
-		}
 		if (h->n_targets < ELEMENTSOF(h->target)) {
 			h->target[h->n_targets].major = major(t->dev);
 			h->target[h->n_targets].minor = minor(t->dev);
@@ -340,7 +321,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	}
 	h->owner = m;
 	m->recent_ids[m->recent_next++ % ELEMENTSOF(m->recent_ids)] = c->id;
-	if (!tsearch(h, &m->active, cmp_handover)) {
+	if (!tsearch(h, &m->active, cmp_leading_u64)) {
 		handover_free(h);
 		log_oom();
 		return;

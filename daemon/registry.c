@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "registry.h"
 
 struct wd_entry {
@@ -12,13 +13,6 @@ struct wd_entry {
 	bool events;
 	struct wbg_cgroup *c;
 };
-
-static int cmp_id(const void *a, const void *b)
-{
-	uint64_t x = ((const struct wbg_cgroup *)a)->id, y = ((const struct wbg_cgroup *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
 
 static int cmp_path(const void *a, const void *b)
 {
@@ -43,7 +37,7 @@ int registry_add(struct wbg_registry *r, uint64_t id, const char *path, struct w
 		free(c);
 		return -ENOMEM;
 	}
-	found = tsearch(c, &r->by_id, cmp_id);
+	found = tsearch(c, &r->by_id, cmp_leading_u64);
 	if (!found || *found != c) {
 		free(c->path);
 		free(c);
@@ -51,7 +45,7 @@ int registry_add(struct wbg_registry *r, uint64_t id, const char *path, struct w
 	}
 	found = tsearch(c, &r->by_path, cmp_path);
 	if (!found || *found != c) {
-		tdelete(c, &r->by_id, cmp_id);
+		tdelete(c, &r->by_id, cmp_leading_u64);
 		free(c->path);
 		free(c);
 		return found ? -EEXIST : -ENOMEM;
@@ -64,7 +58,7 @@ int registry_add(struct wbg_registry *r, uint64_t id, const char *path, struct w
 
 struct wbg_cgroup *registry_find_id(const struct wbg_registry *r, uint64_t id)
 {
-	struct wbg_cgroup key = { .id = id }, **f = tfind(&key, &r->by_id, cmp_id);
+	struct wbg_cgroup key = { .id = id }, **f = tfind(&key, &r->by_id, cmp_leading_u64);
 
 	return f ? *f : NULL;
 }
@@ -133,7 +127,7 @@ void registry_remove(struct wbg_registry *r, struct wbg_cgroup *c)
 {
 	registry_set_wd(r, c, false, -1);
 	registry_set_wd(r, c, true, -1);
-	tdelete(c, &r->by_id, cmp_id);
+	tdelete(c, &r->by_id, cmp_leading_u64);
 	tdelete(c, &r->by_path, cmp_path);
 	r->n--;
 	free(c->ns_devs);
