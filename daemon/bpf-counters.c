@@ -584,7 +584,10 @@ int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id)
 
 	if (!(b->groups & WBG_BPF_DIRTIED))
 		return -EOPNOTSUPP;
-	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_ANY) < 0)
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_NOEXIST) == 0)
+		b->skel->bss->expiry_pods++;
+	else if (errno != EEXIST ||
+		 bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_EXIST) < 0)
 		return -errno;
 	/* The per-CPU "same inode as last time" shortcut would hide a writer
 	 * that keeps appending to one file: forget it. */
@@ -601,7 +604,9 @@ int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 {
 	if (!(b->groups & WBG_BPF_DIRTIED))
 		return 0;
-	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id) == 0) {
+		b->skel->bss->expiry_pods--;
+		return 0;
+	}
+	return errno == ENOENT ? 0 : -errno;
 }

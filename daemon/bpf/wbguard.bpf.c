@@ -186,6 +186,10 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } rmdir_events SEC(".maps");
 
+/* How many pods have a per-pod expiry (set by user space): with none, the
+ * per-folio program skips the lookup below. */
+__u32 expiry_pods = 0;
+
 /* Pods with a per-pod expiry, armed by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -254,7 +258,8 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 		last->cgroup_id = cgid;
 		last->inode = (__u64)inode;
 	}
-	expiry_note(cgid);
+	if (expiry_pods)
+		expiry_note(cgid);
 	mode = BPF_CORE_READ(inode, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) {
 		/* The block device's own page cache (its inode lives on the
