@@ -24,8 +24,10 @@ static struct json_object *parse_object(const char *text, size_t len, size_t max
 		return NULL;
 	o = json_tokener_parse_ex(tok, text, (int)len);
 	if (!o || json_tokener_get_error(tok) != json_tokener_success) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+
 		snprintf(err, errlen, "%s: not JSON (%s)", what,
-			 json_tokener_error_desc(o ? json_tokener_error_parse_eof : json_tokener_get_error(tok)));
+			 o || e == json_tokener_continue ? "the input ends too early" : json_tokener_error_desc(e));
 		json_object_put(o);
 		o = NULL;
 	} else if (!json_object_is_type(o, json_type_object)) {
