@@ -26,6 +26,7 @@
 struct pod {
 	uint64_t id;
 	char *path;
+	char holder[160]; /* its name as a holder of the sysctl: path and id, as paths repeat */
 	struct manager *m;
 	struct wbg_policy policy;
 	bool has_policy;
@@ -154,7 +155,7 @@ static void start_policy(struct manager *m, struct pod *pod)
 			return;
 		}
 		pod->holding = true;
-		hold(m, pod->path, pod->policy.expire_cs);
+		hold(m, pod->holder, pod->policy.expire_cs);
 		return;
 	}
 	if (!m->bpf || wbg_bpf_expiry_arm(m->bpf, pod->id) < 0) {
@@ -223,7 +224,7 @@ void expiry_cgroup_populated(struct manager *m, const struct wbg_cgroup *c)
 		/* in use again: a global pod holds the sysctl again */
 		if (pod->has_policy && pod->policy.mech == WBG_EXPIRY_GLOBAL && !pod->holding && m->sysctl_ok) {
 			pod->holding = true;
-			hold(m, pod->path, pod->policy.expire_cs);
+			hold(m, pod->holder, pod->policy.expire_cs);
 		}
 		return;
 	}
@@ -237,6 +238,7 @@ void expiry_cgroup_populated(struct manager *m, const struct wbg_cgroup *c)
 	}
 	pod->id = c->id;
 	pod->m = m;
+	snprintf(pod->holder, sizeof(pod->holder), "%.120s (cgroup %" PRIu64 ")", c->path, c->id);
 	if (!tsearch(pod, &m->pods, cmp_leading_u64)) {
 		pod_free(pod);
 		log_oom();
@@ -253,7 +255,7 @@ void expiry_cgroup_emptied(struct manager *m, uint64_t cgroup_id)
 	 * stay: what it left dirty is still due.) */
 	if (pod && pod->holding) {
 		pod->holding = false;
-		release(m, pod->path);
+		release(m, pod->holder);
 	}
 }
 
@@ -266,7 +268,7 @@ void expiry_cgroup_gone(struct manager *m, uint64_t cgroup_id)
 	if (pod->has_policy)
 		m->n_pods[pod->policy.mech]--;
 	if (pod->holding)
-		release(m, pod->path);
+		release(m, pod->holder);
 	if (m->bpf)
 		(void)wbg_bpf_expiry_forget(m->bpf, cgroup_id);
 	tdelete(pod, &m->pods, cmp_leading_u64);
