@@ -8,25 +8,40 @@
 . "$WBG_TOP/tests/vm/oci.sh"
 hook=$WBG_BUILD/hooks/wbguard-oci-hook
 mkdir -p /sys/fs/cgroup/wbgtest
+# The runtimes run hooks with their output discarded: a wrapper keeps it,
+# and records each call and its exit status.
+cat >/tmp/hook-wrap <<EOW
+#!/bin/sh
+stage=\$(eval echo \\\${\$#})
+$hook "\$@" 2>>/wbg-out/hook-\$stage.log
+rc=\$?
+echo "\$stage rc=\$rc" >>/wbg-out/hook-calls.txt
+exit \$rc
+EOW
+chmod +x /tmp/hook-wrap
 dirty() { awk '$1 == "Dirty:" {print $2}' /proc/meminfo; }
 for rt in crun runc; do
 	b=/tmp/oci-$rt
 	oci_bundle $b
-	jq --arg h "$hook" '.hooks = {
+	jq --arg h /tmp/hook-wrap '.hooks = {
 		createRuntime: [{path: $h, args: ["wbguard-oci-hook", "createRuntime"]}],
 		poststop: [{path: $h, args: ["wbguard-oci-hook", "--timeout", "20", "poststop"]}]}' \
 		$b/config.json >$b/c && mv $b/c $b/config.json
 	oci_run $rt $b hook-$rt wbgtest/hook-$rt '{}' /mnt/ext4/$rt 'dd if=/dev/zero of=/data/f bs=1M count=16 2>/dev/null'
-	check "$rt: the container ran with the hook at createRuntime" test -e /sys/fs/cgroup/wbgtest/hook-$rt -o -s /mnt/ext4/$rt/f
+	check "$rt: the hook ran at createRuntime and resolved the cgroup" \
+		grep -q "container hook-$rt: cgroup wbgtest/hook-$rt" /wbg-out/hook-createRuntime.log
 	i=0; while [ "$($rt state hook-$rt 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 	before=$(dirty)
 	$rt delete hook-$rt 2>/wbg-out/$rt-delete.txt
 	check "$rt: delete succeeds with the hook at poststop" test $? = 0
+	check "$rt: the hook ran at poststop and wrote back" grep -q "container hook-$rt: its filesystems written back" /wbg-out/hook-poststop.log
 	after=$(dirty)
 	echo "# $rt: Dirty $before kB before delete, $after kB after"
 	check "$rt: the container's 16 MiB were dirty before delete" test "$before" -gt 12000
 	check "$rt: written back by the time delete returned" test "$after" -lt 4000
 done
+
+check "every hook call exited 0" test -z "$(grep -v 'rc=0' /wbg-out/hook-calls.txt)" -a "$(wc -l </wbg-out/hook-calls.txt)" = 4
 
 # Malformed and hostile state, straight to the hook.
 echo '{"id":"x"' | $hook createRuntime 2>/wbg-out/h1.txt
