@@ -1,0 +1,77 @@
+# vm: --kernel stock --systemd --disks ext4
+# The shipped units/wbguard.service under systemd as PID 1: installed,
+# started (Type=notify), reloaded, stopped with the sysctl restored, and
+# restarted after a crash; its hardening as systemd-analyze scores it.
+. "$WBG_TOP/tests/vm/lib.sh"
+sysctl=/proc/sys/vm/dirty_expire_centisecs
+admin=$(cat $sysctl)
+sed "s|^ExecStart=.*|ExecStart=$WBG_BUILD/daemon/wbguardd|" "$WBG_TOP/units/wbguard.service" \
+	>/etc/systemd/system/wbguard.service
+mkdir -p /etc/wbguard
+printf '[policy "wbgtest/g"]\ndirty_expire = 2s\nmechanism = global\n' >/etc/wbguard/wbguard.conf
+systemctl daemon-reload
+systemctl start wbguard.service
+check "systemctl start returns (READY=1 came)" test $? = 0
+check "is-active" systemctl is-active --quiet wbguard.service
+journalctl -u wbguard.service --no-pager >/wbg-out/journal-1.txt
+check "watching, BPF on, no permission errors under the hardening" \
+	sh -c "grep -q 'Watching .* BPF on' /wbg-out/journal-1.txt && ! grep -qi 'operation not permitted\|permission denied' /wbg-out/journal-1.txt"
+check "metrics served" sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_bpf_programs_loaded{group=\"dirtied\"} 1'"
+
+mkdir -p /sys/fs/cgroup/wbgtest/g
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g/cgroup.procs; exec sleep 600' &
+g=$!
+sleep 1
+check "a global pod lowers the sysctl to 200" test "$(cat $sysctl)" = 200
+check "the state file is in the RuntimeDirectory" test "$(jq .original /run/wbguard/sysctl.json)" = "$admin"
+
+pid=$(systemctl show -p MainPID --value wbguard.service)
+systemctl reload wbguard.service
+sleep 1
+check "reload (SIGHUP) keeps the same process" test "$(systemctl show -p MainPID --value wbguard.service)" = "$pid"
+check "reload logged" sh -c "journalctl -u wbguard.service | grep -q 'Reloaded'"
+
+kill -SEGV "$pid"
+i=0
+while [ "$(systemctl show -p MainPID --value wbguard.service)" = "$pid" ] || ! systemctl is-active --quiet wbguard.service; do
+	[ $i -lt 300 ] || break
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 1
+check "after a crash the service is restarted (Restart=on-failure)" systemctl is-active --quiet wbguard.service
+check "with a new process" test "$(systemctl show -p MainPID --value wbguard.service)" != "$pid"
+check "the new start took the admin's value from the state file, and the pod holds it again" \
+	sh -c "journalctl -u wbguard.service | grep -q \"restoring the admin's $admin\" && test \$(cat $sysctl) = 200"
+
+# A handover under the hardening: a file, and a block device's own page
+# cache (raw writes to a loop device), written back through a read-only fd
+# on the device node (DevicePolicy=closed, DeviceAllow=block-* r).
+echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
+mkdir /sys/fs/cgroup/wbgtest/h
+truncate -s 64M /mnt/ext4/loop.img
+loop=$(losetup -f --show /mnt/ext4/loop.img)
+sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/h/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/h bs=1M count=8 status=none; dd if=/dev/zero of=$loop bs=1M count=8 status=none"
+sleep 1
+rmdir /sys/fs/cgroup/wbgtest/h # the record is written once the cgroup is gone and cleaned up
+i=0
+while ! grep -q '"cgroup":"wbgtest/h"' /run/wbguard/handovers.jsonl && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+h=$(grep '"cgroup":"wbgtest/h"' /run/wbguard/handovers.jsonl | tail -1)
+echo "# $h"
+check "handover under the hardening: flushed" test "$(echo "$h" | jq -r .outcome)" = flushed
+check "handover under the hardening: the loop device's page cache too" \
+	test "$(echo "$h" | jq '[.target_list[] | select(.how == "bdev")] | length')" -ge 1
+losetup -d "$loop"
+rm -f /mnt/ext4/loop.img
+
+systemctl stop wbguard.service
+check "stop restores the admin's value" test "$(cat $sysctl)" = "$admin"
+check "no state file left" test ! -e /run/wbguard/sysctl.json
+kill $g; wait $g 2>/dev/null
+rmdir /sys/fs/cgroup/wbgtest/g /sys/fs/cgroup/wbgtest 2>/dev/null
+
+systemd-analyze security wbguard.service --no-pager >/wbg-out/security.txt 2>&1
+exposure=$(sed -n 's/.*Overall exposure level for wbguard.service: \([0-9.]*\).*/\1/p' /wbg-out/security.txt)
+echo "# systemd-analyze security: exposure $exposure"
+check "systemd-analyze security scores it" test -n "$exposure"
+true
