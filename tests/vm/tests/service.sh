@@ -5,8 +5,10 @@
 . "$WBG_TOP/tests/vm/lib.sh"
 sysctl=/proc/sys/vm/dirty_expire_centisecs
 admin=$(cat $sysctl)
-sed "s|^ExecStart=.*|ExecStart=$WBG_BUILD/daemon/wbguardd|" "$WBG_TOP/units/wbguard.service" \
-	>/etc/systemd/system/wbguard.service
+# Installed as an operator would (the guest's /usr is a writable overlay):
+# the unit as shipped, its ExecStart path included.
+install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
+install -m 644 "$WBG_TOP/units/wbguard.service" /etc/systemd/system/wbguard.service
 mkdir -p /etc/wbguard
 printf '[policy "wbgtest/g"]\ndirty_expire = 2s\nmechanism = global\n' >/etc/wbguard/wbguard.conf
 systemctl daemon-reload
