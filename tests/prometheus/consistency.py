@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""The PrometheusRule carries the same groups as the plain rules file, and
+every wbguard_ metric the rules and the Grafana dashboard query is one that
+wbguardd writes (a name in its sources; histograms with _bucket/_sum/_count)."""
+import glob
+import json
+import os
+import re
+import sys
+
+import yaml
+
+top = os.path.normpath(os.path.join(os.path.dirname(__file__), "../.."))
+rules = yaml.safe_load(open(os.path.join(top, "units/prometheus/wbguard-rules.yml")))
+prule = yaml.safe_load(open(os.path.join(top, "units/kubernetes/prometheusrule.yaml")))
+problems = []
+if prule.get("kind") != "PrometheusRule" or prule["spec"]["groups"] != rules["groups"]:
+    problems.append("units/kubernetes/prometheusrule.yaml: spec.groups differ from units/prometheus/wbguard-rules.yml")
+
+exported = set()
+for f in glob.glob(os.path.join(top, "daemon/*.c")):
+    exported |= set(re.findall(r'"(wbguard_[a-z0-9_]+)', open(f).read()))
+
+def used(expr):
+    return set(re.findall(r"\b(wbguard_[a-z0-9_]+)", expr))
+
+def known(name):
+    return name in exported or re.sub(r"_(bucket|sum|count)$", "", name) in exported
+
+exprs = [("rules", r["alert"], r["expr"]) for g in rules["groups"] for r in g["rules"]]
+dash = json.load(open(os.path.join(top, "units/grafana/wbguard-dashboard.json")))
+for p in dash["panels"]:
+    for t in p.get("targets", []):
+        exprs.append(("dashboard", p["title"], t["expr"]))
+for where, what, e in exprs:
+    for n in sorted(used(e)):
+        if not known(n):
+            problems.append(f"{where}: '{what}' queries {n}, which wbguardd does not export")
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
