@@ -283,25 +283,6 @@ int wbg_bpf_totals(const struct wbg_bpf *b, uint64_t ret[_WBG_TOTAL_MAX])
 	return 0;
 }
 
-int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void *userdata)
-{
-	int fd = bpf_map__fd(b->skel->maps.cgroup_stats);
-	struct wbg_cgroup_stats st;
-	__u64 key, next, *prev = NULL;
-	int r;
-
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &st) < 0)
-			continue;
-		r = cb(key, &st, userdata);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id)
 {
 	int fd = bpf_map__fd(b->skel->maps.wbid_results);
@@ -505,6 +486,26 @@ int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
 		return r;
 	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
 	return 0;
+}
+
+struct stats_walk {
+	wbg_stats_cb cb;
+	void *userdata;
+};
+
+static int stats_cb(const void *key, const void *value, void *userdata)
+{
+	const struct stats_walk *w = userdata;
+
+	return w->cb(*(const __u64 *)key, value, w->userdata);
+}
+
+int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void *userdata)
+{
+	struct stats_walk w = { cb, userdata };
+
+	return map_scan(bpf_map__fd(b->skel->maps.cgroup_stats), sizeof(__u64), sizeof(struct wbg_cgroup_stats),
+			stats_cb, &w);
 }
 
 static int rmdir_sample(void *ctx, void *data, size_t size)

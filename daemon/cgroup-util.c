@@ -39,16 +39,11 @@ int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret)
 	return -ENOENT;
 }
 
-int read_small_file_at(int dirfd, const char *path, size_t max, char **ret)
+int read_small_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *buf = malloc(max + 1);
 	size_t n = 0;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(max + 1);
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
@@ -66,8 +61,19 @@ int read_small_file_at(int dirfd, const char *path, size_t max, char **ret)
 			return -EFBIG;
 	}
 	buf[n] = 0;
+	if (ret_len)
+		*ret_len = n;
 	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+int read_small_file_at(int dirfd, const char *path, size_t max, char **ret)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return read_small_fd(fd, max, ret, NULL);
 }
 
 int write_string_file_at(int dirfd, const char *path, const char *s)

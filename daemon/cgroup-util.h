@@ -13,6 +13,9 @@ int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret);
 
 /* Reads a whole small file (at most max bytes) into a NUL-terminated buffer. */
 int read_small_file_at(int dirfd, const char *path, size_t max, char **ret);
+/* The same from an open fd (stdin, a file opened with care); -EFBIG when it
+ * holds max bytes or more; ret_len may be NULL. */
+int read_small_fd(int fd, size_t max, char **ret, size_t *ret_len);
 int write_string_file_at(int dirfd, const char *path, const char *s);
 
 /* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */

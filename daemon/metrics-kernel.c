@@ -47,7 +47,6 @@ static unsigned result_class(int ret)
 struct rows_ctx {
 	struct manager *m;
 	struct metric_rows rows;
-	unsigned field; /* for the cgroup stats: 0 pauses, 1 pause seconds, 2 switches from */
 };
 
 static int add_wbid(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
@@ -74,27 +73,40 @@ static void write_cgroup_wbid(FILE *f, struct manager *m)
 	metric_rows_write(f, "wbguard_cgroup_foreign_flushes_total", &c.rows);
 }
 
+/* The per-cgroup pause and switch series, in one pass over the map, each
+ * cgroup's labels made once. */
+enum { ROWS_PAUSES, ROWS_PAUSE_SECONDS, ROWS_SWITCHES, _ROWS_MAX };
+
+struct stats_rows {
+	struct manager *m;
+	struct metric_rows rows[_ROWS_MAX];
+};
+
 static int add_stats(uint64_t id, const struct wbg_cgroup_stats *st, void *userdata)
 {
-	struct rows_ctx *c = userdata;
-	const uint64_t count[] = { st->pauses, st->pauses, st->switches_from };
-	const double v[] = { (double)st->pauses, st->pause_ms / 1000.0, (double)st->switches_from };
+	struct stats_rows *c = userdata;
 	_cleanup_free_ char *labels = NULL;
+	int r = 0;
 
-	if (count[c->field] == 0)
+	if (!st->pauses && !st->switches_from)
 		return 0;
 	labels = cgroup_labels(c->m, id);
-	return labels ? metric_rows_add(&c->rows, labels, v[c->field]) : 0;
+	if (!labels)
+		return 0;
+	if (st->pauses) {
+		r = metric_rows_add(&c->rows[ROWS_PAUSES], labels, (double)st->pauses);
+		if (r == 0)
+			r = metric_rows_add(&c->rows[ROWS_PAUSE_SECONDS], labels, st->pause_ms / 1000.0);
+	}
+	if (r == 0 && st->switches_from)
+		r = metric_rows_add(&c->rows[ROWS_SWITCHES], labels, (double)st->switches_from);
+	return r;
 }
 
-static void write_cgroup_stats(FILE *f, struct manager *m, unsigned field, const char *name, const char *help)
+static void write_rows(FILE *f, const char *name, const char *help, struct metric_rows *rows)
 {
-	struct rows_ctx c = { .m = m, .field = field };
-
 	metric_family(f, name, "counter", help);
-	if (wbg_bpf_foreach_cgroup_stats(m->bpf, add_stats, &c) < 0)
-		metric_rows_free(&c.rows);
-	metric_rows_write(f, name, &c.rows);
+	metric_rows_write(f, name, rows);
 }
 
 static bool attached(struct manager *m, const char *prog)
@@ -117,6 +129,7 @@ static int write_prog(const char *name, bool ok, const char *why, void *userdata
  * attached, so a missing counter never reads as zero. */
 void metrics_write_kernel(FILE *f, struct manager *m)
 {
+	struct stats_rows cs = { .m = m };
 	uint64_t t[_WBG_TOTAL_MAX];
 
 	metric_family(f, "wbguard_bpf_program_attached", "gauge",
@@ -124,6 +137,10 @@ void metrics_write_kernel(FILE *f, struct manager *m)
 	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
 	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
 		return;
+	if ((attached(m, "path_bdp") || attached(m, "path_switch")) &&
+	    wbg_bpf_foreach_cgroup_stats(m->bpf, add_stats, &cs) < 0)
+		for (unsigned i = 0; i < _ROWS_MAX; i++)
+			metric_rows_free(&cs.rows[i]);
 	if (attached(m, "wbid_exit")) {
 		metric_family(f, "wbguard_kernel_foreign_flushes_total", "counter",
 			      "The kernel's foreign flushes (cgroup_writeback_by_id) by result and by whether the "
@@ -178,17 +195,18 @@ void metrics_write_kernel(FILE *f, struct manager *m)
 		metric_value(f, "wbguard_kernel_dirty_throttle_pause_seconds_total", "counter",
 				 "Time writers were put to sleep in balance_dirty_pages(), node-wide.",
 				 t[WBG_T_BDP_PAUSE_MS] / 1000.0);
-		write_cgroup_stats(f, m, 0, "wbguard_cgroup_dirty_throttle_pauses_total",
-				   "Sleeps of this cgroup's writers in balance_dirty_pages().");
-		write_cgroup_stats(f, m, 1, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
-				   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.");
+		write_rows(f, "wbguard_cgroup_dirty_throttle_pauses_total",
+			   "Sleeps of this cgroup's writers in balance_dirty_pages().", &cs.rows[ROWS_PAUSES]);
+		write_rows(f, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
+			   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.",
+			   &cs.rows[ROWS_PAUSE_SECONDS]);
 	}
 	if (attached(m, "path_switch")) {
 		metric_counter(f, "wbguard_kernel_inode_wb_switches_total",
 			"Inodes switched between cgroup wbs (seed 002); rate() gives switches per second.",
 			t[WBG_T_SWITCHES]);
-		write_cgroup_stats(f, m, 2, "wbguard_cgroup_inode_wb_switches_total",
-				   "Inodes switched away from this cgroup's wbs.");
+		write_rows(f, "wbguard_cgroup_inode_wb_switches_total", "Inodes switched away from this cgroup's wbs.",
+			   &cs.rows[ROWS_SWITCHES]);
 	}
 	if (attached(m, "life_rmdir"))
 		metric_counter(f, "wbguard_bpf_events_lost_total",
@@ -197,5 +215,7 @@ void metrics_write_kernel(FILE *f, struct manager *m)
 			       t[WBG_T_LIFE_LOST]);
 	if (attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
+	for (unsigned i = 0; i < _ROWS_MAX; i++) /* the families not written */
+		metric_rows_free(&cs.rows[i]);
 }
 

@@ -117,6 +117,13 @@ static void drop_state(struct wbg_sysctl *k)
 		log_warning_errno(errno, "Cannot remove %s", k->state_path);
 }
 
+void sysctl_keeper_init(struct wbg_sysctl *k, const char *proc_sys, const char *state_dir)
+{
+	*k = (struct wbg_sysctl){ 0 };
+	snprintf(k->path, sizeof(k->path), "%s/vm/dirty_expire_centisecs", proc_sys);
+	snprintf(k->state_path, sizeof(k->state_path), "%s/sysctl.json", state_dir);
+}
+
 int sysctl_keeper_open(struct wbg_sysctl *k, const char *proc_sys, const char *state_dir)
 {
 	_cleanup_free_ char *text = NULL;
@@ -124,9 +131,7 @@ int sysctl_keeper_open(struct wbg_sysctl *k, const char *proc_sys, const char *s
 	unsigned cur;
 	int r;
 
-	*k = (struct wbg_sysctl){ 0 };
-	snprintf(k->path, sizeof(k->path), "%s/vm/dirty_expire_centisecs", proc_sys);
-	snprintf(k->state_path, sizeof(k->state_path), "%s/sysctl.json", state_dir);
+	sysctl_keeper_init(k, proc_sys, state_dir);
 	r = sysctl_keeper_read(k, &cur);
 	if (r < 0) {
 		k->last_error = r;

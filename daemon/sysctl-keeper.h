@@ -35,6 +35,8 @@ struct wbg_sysctl {
 	int last_error; /* negative errno of the last failure, 0 if none */
 };
 
+/* Where the sysctl and the state file are; nothing read or written. */
+void sysctl_keeper_init(struct wbg_sysctl *k, const char *proc_sys, const char *state_dir);
 /* Reads the current value; with a state file left by a previous run, puts
  * the original back (or, if the admin changed the value meanwhile, keeps
  * theirs) and removes the file. */

@@ -117,14 +117,13 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
  * restore). */
 static int status(bool json, const char *state_dir, const char *proc_sys)
 {
-	struct wbg_sysctl k = { 0 };
+	struct wbg_sysctl k;
 	_cleanup_free_ char *text = NULL;
 	struct json_object *st = NULL, *o, *holders = NULL, *v;
 	unsigned cur;
 	int r;
 
-	snprintf(k.path, sizeof(k.path), "%s/vm/dirty_expire_centisecs", proc_sys);
-	snprintf(k.state_path, sizeof(k.state_path), "%s/sysctl.json", state_dir);
+	sysctl_keeper_init(&k, proc_sys, state_dir);
 	r = sysctl_keeper_read(&k, &cur);
 	if (r < 0) {
 		log_error_errno(r, "Cannot read %s", k.path);

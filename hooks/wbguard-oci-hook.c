@@ -47,51 +47,6 @@ static void help(void)
 	       "     --timeout SEC   poststop's bound (default 5)\n");
 }
 
-/* stdin, at most max bytes; more is an error, not a truncation. */
-static int read_all(int fd, size_t max, char **ret, size_t *ret_len)
-{
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap);
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t k;
-
-		if (n == cap) {
-			char *nb;
-
-			if (cap > max) {
-				free(buf);
-				return -E2BIG;
-			}
-			nb = realloc(buf, cap *= 2);
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			free(buf);
-			return -errno;
-		}
-		if (k == 0)
-			break;
-		n += k;
-		if (n > max) {
-			free(buf);
-			return -E2BIG;
-		}
-	}
-	*ret = buf;
-	*ret_len = n;
-	return 0;
-}
-
 static int load_config(const struct oci_state *s, struct oci_config *ret, char *err, size_t errlen)
 {
 	_cleanup_close_ int dfd = open(s->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -109,7 +64,7 @@ static int load_config(const struct oci_state *s, struct oci_config *ret, char *
 		snprintf(err, errlen, "%.256s/config.json: %s", s->bundle, strerror(errno));
 		return -errno;
 	}
-	r = read_all(fd, OCI_CONFIG_MAX, &text, &n);
+	r = read_small_fd(fd, OCI_CONFIG_MAX + 1, &text, &n);
 	if (r < 0) {
 		snprintf(err, errlen, "%.256s/config.json: %s", s->bundle, strerror(-r));
 		return r;
@@ -246,9 +201,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	post = strcmp(argv[optind], "poststop") == 0;
-	r = read_all(STDIN_FILENO, OCI_STATE_MAX, &text, &n);
+	r = read_small_fd(STDIN_FILENO, OCI_STATE_MAX + 1, &text, &n);
 	if (r < 0) {
-		log_error_errno(r, "Cannot read the container state on stdin%s", r == -E2BIG ? " (too large)" : "");
+		log_error_errno(r, "Cannot read the container state on stdin%s", r == -EFBIG ? " (too large)" : "");
 		return post ? 0 : 1;
 	}
 	if (oci_state_parse(text, n, &s, err, sizeof(err)) < 0) {
