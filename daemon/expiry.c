@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bpf-counters.h"
+#include "containers.h"
 #include "cgroup-util.h"
 #include "expiry.h"
 #include "flush.h"
@@ -186,17 +187,26 @@ static void resolve(struct manager *m, struct pod *pod)
 {
 	struct wbg_container_state st = { 0 };
 	const struct wbg_cgroup *c = registry_find_id(&m->reg, pod->id);
-	const char *const *dirs;
+	const struct wbg_container *reg;
+	const char *const *dirs, *annotation = NULL;
 	unsigned n_dirs;
 	char err[256];
 	int found;
 
 	if (!c)
 		return;
+	/* A container registered through the API (the OCI hook) says it
+	 * first; else its runtime's state on disk. */
+	reg = containers_find(&m->containers, c->path);
 	dirs = config_runtime_dirs(&m->cfg, &n_dirs);
-	found = runtime_state_find(dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
-	if (policy_resolve(&m->cfg, c->path, c->ident.unit, found > 0 ? runtime_state_annotation(&st, WBG_EXPIRY_ANNOTATION) : NULL,
-			   &pod->policy, err, sizeof(err)) > 0)
+	found = reg ? 1 : runtime_state_find(dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
+	if (reg) {
+		snprintf(st.id, sizeof(st.id), "%s", reg->id);
+		snprintf(st.runtime, sizeof(st.runtime), "hook");
+		annotation = reg->dirty_expire;
+	} else if (found > 0)
+		annotation = runtime_state_annotation(&st, WBG_EXPIRY_ANNOTATION);
+	if (policy_resolve(&m->cfg, c->path, c->ident.unit, annotation, &pod->policy, err, sizeof(err)) > 0)
 		start_policy(m, pod);
 	else if (found == 0 && runtimes_present(dirs, n_dirs) && pod->retries++ < RESOLVE_RETRIES)
 		/* Maybe a container whose runtime has not written its state
@@ -244,6 +254,21 @@ void expiry_cgroup_populated(struct manager *m, const struct wbg_cgroup *c)
 		log_oom();
 		return;
 	}
+	resolve(m, pod);
+}
+
+void expiry_container_registered(struct manager *m, const struct wbg_cgroup *c)
+{
+	struct pod *pod = find_pod(m, c->id);
+
+	if (!pod) {
+		if (c->populated)
+			expiry_cgroup_populated(m, c);
+		return;
+	}
+	if (pod->has_policy)
+		return; /* already decided; a container's annotations do not change */
+	pod->timer = sd_event_source_disable_unref(pod->timer);
 	resolve(m, pod);
 }
 

@@ -20,6 +20,9 @@ void expiry_stop(struct manager *m);
 /* A cgroup got processes: resolve its policy (annotation, config, default). */
 void expiry_cgroup_populated(struct manager *m, const struct wbg_cgroup *c);
 /* A cgroup lost its last process: a global pod's hold goes. */
+/* The OCI hook registered the container in c: its annotations may ask for
+ * an expiry. */
+void expiry_container_registered(struct manager *m, const struct wbg_cgroup *c);
 void expiry_cgroup_emptied(struct manager *m, uint64_t cgroup_id);
 /* A cgroup went away: its hold on the sysctl and its timers go. */
 void expiry_cgroup_gone(struct manager *m, uint64_t cgroup_id);

@@ -34,6 +34,13 @@ static int stderr_is_journal(void)
 	return st.st_dev == dev && st.st_ino == ino;
 }
 
+int log_to_journal(void)
+{
+	if (to_journal < 0)
+		to_journal = stderr_is_journal();
+	return to_journal;
+}
+
 int log_internal(int level, int error, const char *fmt, ...)
 {
 	int saved = errno;
@@ -42,9 +49,7 @@ int log_internal(int level, int error, const char *fmt, ...)
 	if (error < 0)
 		error = -error;
 	if (level <= max_level) {
-		if (to_journal < 0)
-			to_journal = stderr_is_journal();
-		if (to_journal)
+		if (log_to_journal())
 			fprintf(stderr, "<%d>", level);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);

@@ -11,6 +11,9 @@
 
 void log_set_max_level(int level);
 int log_get_max_level(void);
+/* Whether stderr is the journal's stream (then structured fields can go
+ * to the journal directly). */
+int log_to_journal(void);
 int log_internal(int level, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)

@@ -16,6 +16,7 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
 
 #include "bpf-counters.h"
 #include "expiry.h"
@@ -25,6 +26,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "metrics-http.h"
+#include "oci.h"
 #include "watch-systemd.h"
 #include "wbstats.h"
 
@@ -77,11 +79,96 @@ void manager_refresh_verdict(struct manager *m)
 	}
 }
 
+static void waiter_free(struct wbg_flush_waiter *w)
+{
+	struct wbg_flush_waiter **p;
+
+	for (p = &w->m->waiters; *p && *p != w; p = &(*p)->next)
+		;
+	if (*p) {
+		*p = w->next;
+		w->m->n_waiters--;
+	}
+	sd_event_source_disable_unref(w->timer);
+	sd_bus_message_unref(w->call);
+	free(w);
+}
+
+static void reply_flush(sd_bus_message *call, uint64_t id, const char *outcome, const char *reason)
+{
+	int r = sd_bus_reply_method_return(call, "tss", id, outcome, reason ? reason : "");
+
+	if (r < 0)
+		log_debug_errno(r, "Cannot reply to FlushCgroup (the caller left?)");
+}
+
+/* The handover's flush is over (or it ended without one): answer whoever
+ * waits for it. */
+static void reply_waiters(struct manager *m, const struct wbg_handover *h)
+{
+	struct wbg_flush_waiter *w = m->waiters, *next;
+
+	for (; w; w = next) {
+		next = w->next;
+		if (w->handover_id != h->id)
+			continue;
+		reply_flush(w->call, h->id, wbg_outcome_to_string(h->outcome), h->reason);
+		waiter_free(w);
+	}
+}
+
+static void remember(struct manager *m, const struct wbg_handover *h, const char *json)
+{
+	struct wbg_recent *r = &m->recent[m->recent_handover_next++ % WBG_RECENT_MAX];
+
+	free(r->path);
+	free(r->json);
+	*r = (struct wbg_recent){ .id = h->id, .path = strdup(h->path), .json = strdup(json),
+				  .outcome = wbg_outcome_to_string(h->outcome), .reason = h->reason };
+}
+
+static const struct wbg_recent *recent_by(const struct manager *m, uint64_t id, const char *path)
+{
+	/* newest first */
+	for (uint64_t i = 0; i < WBG_RECENT_MAX && i < m->recent_handover_next; i++) {
+		const struct wbg_recent *r = &m->recent[(m->recent_handover_next - 1 - i) % WBG_RECENT_MAX];
+
+		if (!r->path)
+			continue;
+		if (id ? r->id == id : strcmp(r->path, path) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* Structured fields for the journal: the handover, its cgroup and, when the
+ * hook registered it, its pod. */
+static void log_handover(struct manager *m, const struct wbg_handover *h, const char *json)
+{
+	int level = h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO;
+	const struct wbg_container *ct = containers_find(&m->containers, h->path);
+
+	if (level > log_get_max_level())
+		return;
+	if (!log_to_journal()) {
+		log_full_errno(level, 0, "handover %" PRIu64 " %s: %s", h->id, h->path, json);
+		return;
+	}
+	(void)sd_journal_send("MESSAGE=handover %" PRIu64 " %s: %s", h->id, h->path, json, "PRIORITY=%d", level,
+			      "SYSLOG_IDENTIFIER=wbguardd", "WBGUARD_HANDOVER_ID=%" PRIu64, h->id,
+			      "WBGUARD_CGROUP=/%s", h->path, "WBGUARD_OUTCOME=%s", wbg_outcome_to_string(h->outcome),
+			      "WBGUARD_TRIGGER=%s", wbg_trigger_to_string(h->trigger), "WBGUARD_POD=%s",
+			      ct && ct->pod ? ct->pod : "", "WBGUARD_NAMESPACE=%s", ct && ct->namespace ? ct->namespace : "",
+			      "WBGUARD_CONTAINER=%s", ct && ct->name ? ct->name : "", "WBGUARD_CONTAINER_ID=%s",
+			      ct ? ct->id : "", NULL);
+}
+
 /* The end of a handover: counted, recorded, logged, freed. */
 static void retire(struct manager *m, struct wbg_handover *h)
 {
 	struct wbg_cgroup *c = registry_find_id(&m->reg, h->cgroup_id);
 	struct json_object *o;
+	const char *json;
 
 	if (h->outcome == WBG_OUTCOME_PENDING)
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
@@ -98,12 +185,13 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	tdelete(h, &m->active, cmp_leading_u64);
 	m->handovers[h->trigger][h->outcome]++;
 	expiry_handover_ended(m, h);
+	reply_waiters(m, h);
 	o = handover_to_json(h);
-	log_full_errno(h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO,
-		       0, "handover %" PRIu64 " %s: %s", h->id, h->path,
-		       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	log_handover(m, h, json);
+	remember(m, h, json);
 	if (m->records) {
-		fprintf(m->records, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		fprintf(m->records, "%s\n", json);
 		fflush(m->records);
 		m->records_written++;
 	}
@@ -162,8 +250,11 @@ static void flush_finished(struct manager *m, struct wbg_handover *h)
 	h->t_flushed = now_usec(m);
 	if (h->outcome == WBG_OUTCOME_PENDING)
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	reply_waiters(m, h);
 	if (h->t_removed)
 		cleanup_and_verify(m, h);
+	else if (h->trigger == WBG_TRIGGER_API)
+		retire(m, h); /* asked for while in use: its going-away is another handover */
 	/* else: the cgroup still exists; its removal continues the handover. */
 }
 
@@ -272,7 +363,7 @@ static void end_early(struct manager *m, struct wbg_cgroup *c, struct wbg_handov
 	h->outcome = o;
 	h->reason = reason;
 	c->handover = NULL;
-	c->settled = !h->t_removed;
+	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
 	retire(m, h);
 }
 
@@ -333,11 +424,12 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
-	if (!h->t_removed && has_children(m, c)) {
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && has_children(m, c)) {
 		end_early(m, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 		return;
 	}
-	if (!m->mitigating) {
+	/* An explicit request is done whatever the kernel can do itself. */
+	if (!m->mitigating && trigger != WBG_TRIGGER_API) {
 		end_early(m, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
 		return;
 	}
@@ -465,6 +557,11 @@ static bool recently_handled(const struct manager *m, uint64_t id)
 static void drop_series(uint64_t id, void *userdata)
 {
 	struct manager *m = userdata;
+	const struct wbg_departed_entry *d = departed_find(&m->departed, id);
+
+	/* the container's names went with its last report */
+	if (d && !registry_find_path(&m->reg, d->path))
+		containers_forget(&m->containers, d->path);
 
 	if (m->bpf)
 		(void)wbg_bpf_drop_cgroup_series(m->bpf, id);
@@ -731,25 +828,152 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 	return 0;
 }
 
+int manager_reload(struct manager *m)
+{
+	struct wbg_config c;
+	int r;
+
+	config_init(&c);
+	r = config_load(&c, m->config_path);
+	if (r < 0) {
+		config_done(&c);
+		return log_error_errno(r, "Reload of %s failed; keeping the running configuration", m->config_path);
+	}
+	/* The watched tree and the pool size stay as started. */
+	snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
+	config_done(&m->cfg);
+	m->cfg = c;
+	log_set_max_level(m->cfg.log_level);
+	log_info("Reloaded %s", m->config_path);
+	return 0;
+}
+
+static int on_waiter_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct wbg_flush_waiter *w = userdata;
+
+	reply_flush(w->call, w->handover_id, "pending", "still flushing when the caller's timeout came");
+	waiter_free(w);
+	return 0;
+}
+
+struct path_lookup {
+	const char *path;
+	struct wbg_handover *found;
+};
+
+static void match_active(const void *nodep, VISIT which, void *closure)
+{
+	struct wbg_handover *h = *(struct wbg_handover *const *)nodep;
+	struct path_lookup *l = closure;
+
+	if ((which == postorder || which == leaf) && strcmp(h->path, l->path) == 0 &&
+	    (!l->found || h->id > l->found->id))
+		l->found = h;
+}
+
+int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_usec, sd_bus_message *call,
+			 sd_bus_error *error)
+{
+	char rel[PATH_MAX];
+	struct path_lookup l = { .path = rel };
+	const struct wbg_recent *done;
+	struct wbg_flush_waiter *w;
+	struct wbg_cgroup *c;
+	int r;
+
+	r = oci_cgroup_path(path, rel, sizeof(rel));
+	if (r < 0)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "'%s' is not a cgroup path under the cgroupfs root", path);
+	/* What inotify has queued first: a removal the caller just made is
+	 * then known. */
+	if (watch_process(&m->watch) == -ENOMEM)
+		return -ENOMEM;
+	c = registry_find_path(&m->reg, rel);
+	if (c && !c->removed && c->in_scope) {
+		if (!c->handover) {
+			uint64_t id = m->next_handover_id + 1;
+
+			handover_event(m, c, WBG_TRIGGER_API);
+			if (!c->handover) { /* over already (clean, flush disabled...) */
+				done = recent_by(m, id, "");
+				reply_flush(call, id, done ? done->outcome : "unknown", done ? done->reason : NULL);
+				return 1;
+			}
+		}
+		l.found = c->handover;
+	} else
+		twalk_r(m->active, match_active, &l);
+	if (!l.found) {
+		done = recent_by(m, 0, rel);
+		if (!done)
+			return sd_bus_error_setf(error, "io.wbguard1.NoSuchCgroup",
+						 "wbguardd does not track /%s and has no recent handover of it", rel);
+		reply_flush(call, done->id, done->outcome, done->reason);
+		return 1;
+	}
+	if (l.found->t_flushed || (l.found->n_pending == 0 && l.found->outcome != WBG_OUTCOME_PENDING)) {
+		reply_flush(call, l.found->id, wbg_outcome_to_string(l.found->outcome), l.found->reason);
+		return 1;
+	}
+	if (timeout_usec == 0) {
+		reply_flush(call, l.found->id, "pending", "not waited for");
+		return 1;
+	}
+	if (m->n_waiters >= WBG_FLUSH_WAITERS_MAX)
+		return sd_bus_error_set(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "Too many callers waiting for flushes");
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (struct wbg_flush_waiter){ .m = m, .call = sd_bus_message_ref(call), .handover_id = l.found->id,
+					.next = m->waiters };
+	m->waiters = w;
+	m->n_waiters++;
+	r = sd_event_add_time_relative(m->event, &w->timer, CLOCK_MONOTONIC, timeout_usec, 0, on_waiter_timeout, w);
+	if (r < 0) {
+		waiter_free(w);
+		return r;
+	}
+	return 1;
+}
+
+int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
+			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error)
+{
+	char rel[PATH_MAX];
+	struct wbg_cgroup *c;
+	const struct wbg_container *ct;
+	int r;
+
+	if (!*id || strlen(id) > 1024)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "container id: empty or too long");
+	r = oci_cgroup_path(path, rel, sizeof(rel));
+	if (r < 0)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "cgroup '%s' (container %s) is not a cgroup path under the cgroupfs root", path, id);
+	if (n > WBG_CONTAINER_ANNOTATIONS_MAX)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "container %s: more than %d annotations",
+					 id, WBG_CONTAINER_ANNOTATIONS_MAX);
+	r = containers_register(&m->containers, rel, id, bundle, keys, values, n);
+	if (r < 0)
+		return r;
+	ct = containers_find(&m->containers, rel);
+	log_info("Registered container %s: cgroup /%s%s%s%s%s", id, rel, ct->pod ? ", pod " : "",
+		 ct->pod ? (ct->namespace ? ct->namespace : "") : "", ct->pod ? "/" : "", ct->pod ? ct->pod : "");
+	(void)watch_process(&m->watch); /* its cgroup is likely news to us */
+	c = registry_find_path(&m->reg, rel);
+	if (c && c->in_scope && !c->removed)
+		expiry_container_registered(m, c);
+	return 0;
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
 
 	if (si->ssi_signo == SIGHUP) {
-		struct wbg_config c;
-
-		config_init(&c);
-		if (config_load(&c, m->config_path) < 0) {
-			log_error("Reload of %s failed; keeping the running configuration", m->config_path);
-			config_done(&c);
-			return 0;
-		}
-		/* The watched tree and the pool size stay as started. */
-		snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
-		config_done(&m->cfg);
-		m->cfg = c;
-		log_set_max_level(m->cfg.log_level);
-		log_info("Reloaded %s", m->config_path);
+		(void)manager_reload(m);
 		return 0;
 	}
 	log_info("Received %s, exiting", strsignal(si->ssi_signo));
@@ -774,7 +998,9 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	}
 	m->config_path = strdup(config_path);
 	m->debugfs = strdup("/sys/kernel/debug");
-	if (!m->config_path || !m->debugfs || departed_init(&m->departed, WBG_STATS_CGROUPS_MAX) < 0) {
+	m->control_fd = -EBADF;
+	if (!m->config_path || !m->debugfs || departed_init(&m->departed, WBG_STATS_CGROUPS_MAX) < 0 ||
+	    containers_init(&m->containers, WBG_CONTAINERS_MAX) < 0) {
 		manager_free(m);
 		return log_oom();
 	}
@@ -876,6 +1102,9 @@ int manager_start(struct manager *m)
 	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, on_rmdir_event, m) >= 0)
 		(void)sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
 	(void)watch_systemd_start(m);
+	r = control_start(m);
+	if (r < 0)
+		return r;
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
 	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
@@ -904,6 +1133,11 @@ struct manager *manager_free(struct manager *m)
 		expiry_stop(m); /* the admin's sysctl back first */
 		metrics_textfile_update(m, true);
 	}
+	while (m->waiters) {
+		reply_flush(m->waiters->call, m->waiters->handover_id, "pending", "daemon stopping");
+		waiter_free(m->waiters);
+	}
+	control_stop(m);
 	watch_systemd_stop(m);
 	metrics_http_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);
@@ -932,6 +1166,11 @@ struct manager *manager_free(struct manager *m)
 	watch_done(&m->watch);
 	registry_free(&m->reg);
 	departed_free(&m->departed);
+	containers_free(&m->containers);
+	for (size_t i = 0; i < WBG_RECENT_MAX; i++) {
+		free(m->recent[i].path);
+		free(m->recent[i].json);
+	}
 	scratch_close(&m->scratch);
 	wbg_bpf_free(m->bpf);
 	mountinfo_free(&m->mounts);

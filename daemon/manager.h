@@ -10,6 +10,7 @@
 
 #include "blockdev.h"
 #include "conf.h"
+#include "containers.h"
 #include "departed.h"
 #include "metrics.h"
 #include "handover.h"
@@ -21,6 +22,26 @@
 #include "watch-cgroupfs.h"
 
 #define WBG_RECORDS_MAX 1024
+#define WBG_RECENT_MAX 256      /* finished handovers kept for the API */
+#define WBG_CONTROL_CONNS_MAX 64
+#define WBG_FLUSH_WAITERS_MAX 256
+
+/* A finished handover, as the API reports it. */
+struct wbg_recent {
+	uint64_t id;
+	char *path;
+	const char *outcome, *reason;
+	char *json; /* the record, as in handovers.jsonl */
+};
+
+/* A FlushCgroup call waiting for its handover's flush. */
+struct wbg_flush_waiter {
+	struct wbg_flush_waiter *next;
+	struct manager *m;
+	sd_bus_message *call;
+	uint64_t handover_id;
+	sd_event_source *timer;
+};
 
 struct wbg_bpf;
 struct flush_pool;
@@ -50,6 +71,17 @@ struct manager {
 
 	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
 	sd_bus *bus; /* system bus, NULL while there is none */
+	bool bus_name_owned;
+	/* the control API's private socket and its peer-to-peer connections */
+	int control_fd;
+	sd_event_source *control_source;
+	sd_bus *control_conns[WBG_CONTROL_CONNS_MAX];
+	uint64_t control_refused, api_calls;
+	struct wbg_containers containers;
+	struct wbg_recent recent[WBG_RECENT_MAX];
+	uint64_t recent_handover_next;
+	struct wbg_flush_waiter *waiters;
+	unsigned n_waiters;
 	sd_event_source *bus_reconnect_source;
 	sd_event_source *watch_retry_source; /* armed while the watch limit refused some */
 	sd_event_source *rmdir_source;
@@ -104,6 +136,19 @@ const char *manager_cgroup_path(struct manager *m, uint64_t id);
 /* After a scrape: the per-cgroup series of cgroups the kernel released have
  * been reported for the last time; drop them. */
 void manager_drop_reported(struct manager *m);
+/* The control API. A cgroup is named by its path under the cgroupfs root
+ * ("a/b" or "/a/b"), never a path of its own. FlushCgroup replies when the
+ * cgroup's flush is done, or with outcome "pending" after timeout_usec. */
+int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_usec, sd_bus_message *call,
+			 sd_bus_error *error);
+int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
+			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error);
+int manager_reload(struct manager *m);
+/* The bus objects on a connection: the system bus or a control socket's. */
+int manager_bus_add_objects(struct manager *m, sd_bus *bus);
+void manager_bus_request_name(struct manager *m);
+int control_start(struct manager *m);
+void control_stop(struct manager *m);
 /* systemd queued a job for this unit (type not known yet). */
 void manager_job_hint(struct manager *m, const char *unit);
 /* ... and its type, once known. */

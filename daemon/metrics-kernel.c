@@ -14,11 +14,13 @@
 #include "metrics-http.h"
 
 /* A cgroup's labels: id as cAdvisor has it (the path from the cgroupfs root
- * with a leading '/'), escaped. NULL for cgroups we cannot name: their
- * counts are in the node-wide totals only. */
+ * with a leading '/'), escaped; and pod, namespace and container (cAdvisor's
+ * names too) when the OCI hook registered it as a pod's. NULL for cgroups we
+ * cannot name: their counts are in the node-wide totals only. */
 static char *cgroup_labels(struct manager *m, uint64_t id)
 {
 	const char *path = manager_cgroup_path(m, id);
+	const struct wbg_container *ct;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f;
@@ -28,6 +30,16 @@ static char *cgroup_labels(struct manager *m, uint64_t id)
 	fputs("id=\"/", f);
 	metric_label_value(f, path);
 	fputc('"', f);
+	ct = containers_find(&m->containers, path);
+	if (ct && ct->pod) {
+		const char *names[] = { "pod", ct->pod, "namespace", ct->namespace, "container", ct->name };
+
+		for (size_t i = 0; i < ELEMENTSOF(names); i += 2) {
+			fprintf(f, ",%s=\"", names[i]);
+			metric_label_value(f, names[i + 1] ? names[i + 1] : "");
+			fputc('"', f);
+		}
+	}
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

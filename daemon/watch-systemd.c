@@ -280,6 +280,7 @@ static int connect_bus(struct manager *m)
 	}
 	m->bus = bus;
 	m->bus_backoff_usec = 0;
+	manager_bus_request_name(m);
 	log_info("Subscribed to systemd on the system bus");
 	return 0;
 }

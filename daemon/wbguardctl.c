@@ -17,31 +17,57 @@
 #include "log.h"
 #include "parse-util.h"
 #include "verify.h"
+#include "wbguardctl-api.h"
 
 static volatile int stop;
 
 static void help(void)
 {
-	printf("Usage: wbguardctl [OPTIONS] COMMAND\n\n"
-	       "Inspect and drive wbguardd.\n\n"
+	printf("Usage: wbguardctl [OPTIONS] COMMAND [ARGS]\n\n"
+	       "Inspect and drive wbguardd, which writes back what a removed container left\n"
+	       "dirty so that its successor's writes never stall on the dying cgroup.\n\n"
 	       "Commands:\n"
-	       "  verify    Probe whether this kernel's foreign flushes reach dying cgroup\n"
-	       "            writeback (seed 000's fallback): a few MiB written in a private\n"
-	       "            scratch cgroup and directory, seconds. Leaves nothing behind.\n"
-	       "            Exit status: 0 active, 1 missing, 2 unknown (or the probe\n"
-	       "            could not run).\n"
-	       "  status    vm.dirty_expire_centisecs: its value now, the admin's value that\n"
-	       "            wbguardd restores, and which pods (or the handover boost) hold\n"
-	       "            it lowered. Exit status: 0, or 1 if it cannot be read.\n\n"
+	       "  status            The daemon (version, kernel verdicts, mitigation, counts)\n"
+	       "                    and vm.dirty_expire_centisecs: its value now, the admin's\n"
+	       "                    value that wbguardd restores, and who holds it lowered.\n"
+	       "                    The sysctl part is read from the state file, so it answers\n"
+	       "                    with the daemon stopped too.\n"
+	       "  list              Tracked cgroups with their dirty and writeback bytes now,\n"
+	       "                    and the pod and container the OCI hook registered.\n"
+	       "  flush CGROUP      Write back what CGROUP (a path under the cgroupfs root,\n"
+	       "                    e.g. /system.slice/foo.service) dirtied. With --wait,\n"
+	       "                    return when done or after --timeout.\n"
+	       "  handovers         Recent handovers (one per cgroup going away), oldest\n"
+	       "                    first; --limit N for the last N.\n"
+	       "  metrics           The daemon's Prometheus metrics (text format).\n"
+	       "  reload            Re-read the configuration (as SIGHUP does).\n"
+	       "  verify            Probe whether this kernel's foreign flushes reach dying\n"
+	       "                    cgroup writeback (seed 000's fallback) and whether it\n"
+	       "                    flushes foreign block-device mappings (seed 001): a few\n"
+	       "                    MiB in a private scratch cgroup, directory and loop\n"
+	       "                    device, seconds. Runs here, without the daemon; leaves\n"
+	       "                    nothing behind.\n\n"
 	       "Options:\n"
 	       "  -h --help              show this help\n"
 	       "     --version           show the version\n"
-	       "     --json              machine-readable output\n"
-	       "     --dir DIR           where the probe writes (default /var/tmp; must be on disk)\n"
-	       "     --cgroup-root PATH  cgroup2 mount (default /sys/fs/cgroup)\n"
-	       "     --timeout SEC       give up on seeing a foreign flush (default 20)\n"
-	       "     --state-dir DIR     wbguardd's state (default /run/wbguard)\n"
-	       "     --proc-sys DIR      where the sysctls are (default /proc/sys)\n");
+	       "     --json              machine-readable output (all but metrics)\n"
+	       "     --socket PATH       wbguardd's control socket (default /run/wbguard/control)\n"
+	       "     --system            use the system bus (io.wbguard1) instead of the socket\n"
+	       "     --wait              flush: wait for the flush to finish\n"
+	       "     --timeout SEC       flush --wait: give up after SEC (default 30);\n"
+	       "                         verify: give up on seeing a foreign flush (default 20)\n"
+	       "     --limit N           handovers: only the last N\n"
+	       "     --dir DIR           verify: where the probe writes (default /var/tmp; on disk)\n"
+	       "     --cgroup-root PATH  verify: cgroup2 mount (default /sys/fs/cgroup)\n"
+	       "     --state-dir DIR     status: wbguardd's state (default /run/wbguard)\n"
+	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
+	       "Exit status:\n"
+	       "  0  success; verify: the dying-wb fallback is active\n"
+	       "  1  verify: the fallback is missing; flush: the flush failed or timed out in\n"
+	       "     the daemon (the outcome says which); status: the sysctl is unreadable\n"
+	       "  2  usage error; verify: unknown, or the probe could not run\n"
+	       "  3  wbguardd is not reachable or refused the request (root only)\n"
+	       "  4  flush --wait: still flushing when --timeout came\n");
 }
 
 static void on_signal(int sig)
@@ -112,11 +138,26 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
 	return r.dying_wb == WBG_VERDICT_ACTIVE ? 0 : r.dying_wb == WBG_VERDICT_MISSING ? 1 : 2;
 }
 
+static void print_daemon(struct json_object *d)
+{
+	struct json_object *v;
+	const char *keys[] = { "version", "dying_wb_fallback", "bdev_foreign_flush", "mitigating", "bpf", "system_bus",
+			       "tracked_cgroups", "registered_containers", "active_handovers", "handovers_total",
+			       "flushed_device_bytes" };
+
+	printf("wbguardd:\n");
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (json_object_object_get_ex(d, keys[i], &v))
+			printf("  %-22s %s\n", keys[i], json_object_get_string(v));
+}
+
 /* From wbguardd's state file and the sysctl itself, so it answers with the
  * daemon stopped or crashed too (then the file says what a restart will
  * restore). */
-static int status(bool json, const char *state_dir, const char *proc_sys)
+static int status(const struct ctl_opts *co, const char *state_dir, const char *proc_sys)
 {
+	bool json = co->json;
+	struct json_object *daemon = ctl_daemon_status(co);
 	struct wbg_sysctl k;
 	_cleanup_free_ char *text = NULL;
 	struct json_object *st = NULL, *o, *holders = NULL, *v;
@@ -127,6 +168,7 @@ static int status(bool json, const char *state_dir, const char *proc_sys)
 	r = sysctl_keeper_read(&k, &cur);
 	if (r < 0) {
 		log_error_errno(r, "Cannot read %s", k.path);
+		json_object_put(daemon);
 		return 1;
 	}
 	if (read_small_file_at(AT_FDCWD, k.state_path, 1 << 20, &text) >= 0)
@@ -143,8 +185,20 @@ static int status(bool json, const char *state_dir, const char *proc_sys)
 		json_object_object_add(o, "holders", json_object_get(holders));
 	else
 		json_object_object_add(o, "holders", json_object_new_array());
+	if (json) {
+		struct json_object *all = json_object_new_object();
+
+		json_object_object_add(all, "daemon", daemon ? daemon : json_object_new_null());
+		json_object_object_add(all, "dirty_expire", json_object_get(o));
+		printf("%s\n", json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(all);
+		daemon = NULL;
+	} else if (daemon)
+		print_daemon(daemon);
+	else
+		printf("wbguardd: not reachable\n");
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		;
 	else if (!st)
 		printf("%s = %u (not changed by wbguardd)\n", WBG_SYSCTL_NAME, cur);
 	else {
@@ -160,22 +214,29 @@ static int status(bool json, const char *state_dir, const char *proc_sys)
 	}
 	json_object_put(o);
 	json_object_put(st);
+	json_object_put(daemon);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS };
+	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS, ARG_SOCKET,
+	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
 		{ "cgroup-root", required_argument, NULL, ARG_ROOT }, { "timeout", required_argument, NULL, ARG_TIMEOUT },
 		{ "state-dir", required_argument, NULL, ARG_STATE_DIR }, { "proc-sys", required_argument, NULL, ARG_PROC_SYS },
+		{ "socket", required_argument, NULL, ARG_SOCKET },   { "system", no_argument, NULL, ARG_SYSTEM },
+		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
 		{},
 	};
 	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
-	double timeout = 20;
-	bool json = false;
+	struct ctl_opts co = { .socket = "/run/wbguard/control" };
+	double timeout = 0;
+	bool wait = false;
+	uint64_t limit = 0;
+	const char *cmd;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -187,7 +248,7 @@ int main(int argc, char **argv)
 			printf("wbguardctl %s\n", WBGUARD_VERSION);
 			return 0;
 		case ARG_JSON:
-			json = true;
+			co.json = true;
 			break;
 		case ARG_DIR:
 			dir = optarg;
@@ -200,6 +261,21 @@ int main(int argc, char **argv)
 			break;
 		case ARG_PROC_SYS:
 			proc_sys = optarg;
+			break;
+		case ARG_SOCKET:
+			co.socket = optarg;
+			break;
+		case ARG_SYSTEM:
+			co.socket = NULL;
+			break;
+		case ARG_WAIT:
+			wait = true;
+			break;
+		case ARG_LIMIT:
+			if (parse_u64_max(optarg, UINT32_MAX, &limit) < 0) {
+				log_error("--limit: '%s' is not a count", optarg);
+				return 2;
+			}
 			break;
 		case ARG_TIMEOUT:
 			if (parse_double(optarg, &timeout) < 0 || timeout <= 0) {
@@ -215,10 +291,26 @@ int main(int argc, char **argv)
 		help();
 		return 2;
 	}
-	if (strcmp(argv[optind], "verify") == 0)
-		return verify(json, dir, root, timeout);
-	if (strcmp(argv[optind], "status") == 0)
-		return status(json, state_dir, proc_sys);
-	log_error("Unknown command '%s'; see --help", argv[optind]);
+	cmd = argv[optind];
+	if (strcmp(cmd, "flush") == 0 ? optind + 2 != argc : optind + 1 != argc) {
+		log_error("%s: wrong number of arguments; see --help", cmd);
+		return 2;
+	}
+	co.timeout = timeout > 0 ? timeout : 30;
+	if (strcmp(cmd, "verify") == 0)
+		return verify(co.json, dir, root, timeout > 0 ? timeout : 20);
+	if (strcmp(cmd, "status") == 0)
+		return status(&co, state_dir, proc_sys);
+	if (strcmp(cmd, "list") == 0)
+		return ctl_list(&co);
+	if (strcmp(cmd, "flush") == 0)
+		return ctl_flush(&co, argv[optind + 1], wait);
+	if (strcmp(cmd, "handovers") == 0)
+		return ctl_handovers(&co, (unsigned)limit);
+	if (strcmp(cmd, "metrics") == 0)
+		return ctl_metrics(&co);
+	if (strcmp(cmd, "reload") == 0)
+		return ctl_reload(&co);
+	log_error("Unknown command '%s'; see --help", cmd);
 	return 2;
 }

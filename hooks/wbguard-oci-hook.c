@@ -3,18 +3,26 @@
  * wbguard-oci-hook: OCI runtime hook.
  *
  *   createRuntime  checks the container's state and config.json (a
- *                  malformed one is an error naming the field, exit 1) and
- *                  resolves its cgroup.
- *   poststop       writes back the container's data now: syncfs on the
- *                  filesystems under its writable mounts and its rootfs,
- *                  bounded by --timeout; never fails the runtime's
- *                  lifecycle (exit 0 whatever happens).
+ *                  malformed one is an error naming the field, exit 1),
+ *                  resolves its cgroup and registers the container with
+ *                  wbguardd (id, cgroup, bundle, annotations).
+ *   poststop       asks wbguardd to write back the container's cgroup now
+ *                  and waits, bounded by --timeout. If wbguardd is not
+ *                  there (or does not know the container) it does it
+ *                  itself: syncfs on the filesystems under the container's
+ *                  writable mounts and its rootfs, bounded the same. Never
+ *                  fails the runtime's lifecycle (exit 0 whatever happens).
  *
- * It only ever touches what the container's own config.json names.
+ * Without a stage argument the state's status says it ("creating" or
+ * "created": createRuntime; "stopped": poststop), so one hooks.d file covers
+ * both. It only ever names what the container's own state and config.json
+ * name, and at poststop only its id: wbguardd flushes the cgroup registered
+ * for it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +32,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
 
 #include "cgroup-util.h"
 #include "log.h"
@@ -35,16 +45,19 @@ static void help(void)
 {
 	printf("Usage: wbguard-oci-hook [OPTIONS] STAGE < STATE.json\n\n"
 	       "OCI hook for wbguard. Reads the container's state (runtime-spec) on stdin.\n\n"
-	       "Stages:\n"
+	       "Stages (default: from the state's status):\n"
 	       "  createRuntime  check the state and the bundle's config.json, resolve the\n"
-	       "                 container's cgroup; malformed input: exit 1\n"
-	       "  poststop       write back the container's data now (syncfs on the\n"
-	       "                 filesystems under its writable mounts and rootfs), bounded\n"
-	       "                 by --timeout; always exit 0\n\n"
+	       "                 container's cgroup, register it with wbguardd; malformed\n"
+	       "                 input: exit 1\n"
+	       "  poststop       have wbguardd write back the container's cgroup now and\n"
+	       "                 wait; without wbguardd, syncfs the filesystems under its\n"
+	       "                 writable mounts and rootfs; bounded by --timeout; always\n"
+	       "                 exit 0\n\n"
 	       "Options:\n"
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
-	       "     --timeout SEC   poststop's bound (default 5)\n");
+	       "     --timeout SEC   bound on each stage's work (default 5)\n"
+	       "     --socket PATH   wbguardd's control socket (default /run/wbguard/control)\n");
 }
 
 static int load_config(const struct oci_state *s, struct oci_config *ret, char *err, size_t errlen)
@@ -106,6 +119,58 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 	return flushed;
 }
 
+static const char *arg_socket = "/run/wbguard/control";
+
+static int daemon_connect(sd_bus **ret)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	char addr[4200];
+	int r;
+
+	snprintf(addr, sizeof(addr), "unix:path=%s", arg_socket);
+	r = sd_bus_new(&bus);
+	if (r >= 0)
+		r = sd_bus_set_address(bus, addr);
+	if (r >= 0)
+		r = sd_bus_start(bus);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(bus);
+	return 0;
+}
+
+/* wbguardd writes back what the container's cgroup dirtied and answers when
+ * done. Returns 0 when it did (or had nothing to do), < 0 when it is not
+ * there or does not know the container (the caller flushes itself). */
+static int daemon_flush(const struct oci_state *s, double timeout)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	const char *outcome, *reason;
+	uint64_t id, usec = (uint64_t)(timeout * 1e6);
+	int r;
+
+	r = daemon_connect(&bus);
+	if (r < 0)
+		return log_info_errno(r, "container %s: wbguardd not reachable at %s; flushing here", s->id, arg_socket);
+	r = sd_bus_call_method(bus, NULL, "/io/wbguard1", "io.wbguard1.Manager", "FlushContainer", &error, &reply,
+			       "st", s->id, usec);
+	if (r < 0) {
+		log_info("container %s: wbguardd: %s; flushing here", s->id, error.message ? error.message : strerror(-r));
+		sd_bus_error_free(&error);
+		return r;
+	}
+	r = sd_bus_message_read(reply, "tss", &id, &outcome, &reason);
+	if (r < 0)
+		return log_info_errno(r, "container %s: bad reply from wbguardd; flushing here", s->id);
+	log_info("container %s: wbguardd handover %" PRIu64 ": %s%s%s", s->id, id, outcome, *reason ? ": " : "",
+		 reason);
+	/* "pending": it is still at it, past our bound; a second flush from
+	 * here would only wait for the same pages. */
+	return 0;
+}
+
 /* The flush in a child, so a filesystem that hangs in syncfs cannot hold the
  * runtime past the timeout (the child finishes on its own). */
 static void poststop(const struct oci_state *s, double timeout)
@@ -116,6 +181,8 @@ static void poststop(const struct oci_state *s, double timeout)
 	pid_t pid;
 	int status;
 
+	if (daemon_flush(s, timeout) >= 0)
+		return;
 	if (load_config(s, &c, err, sizeof(err)) < 0) {
 		log_warning("container %s: %s; nothing flushed", s->id, err);
 		return;
@@ -143,10 +210,72 @@ static void poststop(const struct oci_state *s, double timeout)
 	}
 }
 
-static int create_runtime(const struct oci_state *s)
+/* The cgroup the container's init is in ("0::/path" in /proc/PID/cgroup),
+ * relative to the cgroupfs root; -ENOENT if it is gone or not on v2. */
+static int pid_cgroup(int pid, char *ret, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	char p[64];
+	const char *line;
+	int r;
+
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", pid);
+	r = read_small_file_at(AT_FDCWD, p, 64 * 1024, &text);
+	if (r < 0)
+		return r;
+	for (line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (strncmp(line, "0::/", 4) == 0) {
+			size_t n = strcspn(line + 4, "\n");
+
+			if (n >= size)
+				return -ENAMETOOLONG;
+			memcpy(ret, line + 4, n);
+			ret[n] = 0;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Registration is a courtesy: without wbguardd, poststop flushes itself. */
+static void daemon_register(const struct oci_state *s, const struct oci_config *c, const char *cgroup,
+			    double timeout)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *req = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r;
+
+	r = daemon_connect(&bus);
+	if (r < 0) {
+		log_info_errno(r, "container %s: wbguardd not reachable at %s; not registered", s->id, arg_socket);
+		return;
+	}
+	r = sd_bus_message_new_method_call(bus, &req, NULL, "/io/wbguard1", "io.wbguard1.Manager", "RegisterContainer");
+	if (r >= 0)
+		r = sd_bus_message_append(req, "sss", s->id, cgroup, s->bundle);
+	if (r >= 0)
+		r = sd_bus_message_open_container(req, 'a', "{ss}");
+	/* config.json's annotations; the state's are the same by the spec */
+	json_object_object_foreach(c->annotations, k, v)
+		if (r >= 0 && json_object_is_type(v, json_type_string))
+			r = sd_bus_message_append(req, "{ss}", k, json_object_get_string(v));
+	if (r >= 0)
+		r = sd_bus_message_close_container(req);
+	if (r >= 0)
+		r = sd_bus_call(bus, req, (uint64_t)(timeout * 1e6), &error, NULL);
+	if (r < 0)
+		log_warning("container %s: wbguardd refused the registration: %s", s->id,
+			    error.message ? error.message : strerror(-r));
+	else
+		log_info("container %s: registered with wbguardd", s->id);
+	sd_bus_error_free(&error);
+}
+
+static int create_runtime(const struct oci_state *s, double timeout)
 {
 	struct oci_config c = { 0 };
-	char err[512], cg[PATH_MAX];
+	char err[512], cg[PATH_MAX], actual[PATH_MAX];
+	size_t n;
 	int r;
 
 	if (load_config(s, &c, err, sizeof(err)) < 0)
@@ -157,18 +286,40 @@ static int create_runtime(const struct oci_state *s)
 		return log_error_errno(r, "container %s: config.json: linux.cgroupsPath '%s' is not a cgroup path",
 				       s->id, c.cgroups_path);
 	}
-	log_info("container %s: cgroup %s", s->id, r < 0 ? "(chosen by the runtime)" : cg);
+	/* Where its init really is wins; it must be the configured cgroup or
+	 * below it (a runtime's own sub-cgroup), or the state names someone
+	 * else's process. */
+	if (s->pid > 0 && pid_cgroup(s->pid, actual, sizeof(actual)) >= 0) {
+		n = strlen(cg);
+		if (r >= 0 && !(strncmp(actual, cg, n) == 0 && (actual[n] == 0 || actual[n] == '/'))) {
+			oci_config_done(&c);
+			return log_error_errno(EINVAL,
+					       "container %s: state: 'pid' %d is in cgroup /%s, not in config.json's "
+					       "linux.cgroupsPath (/%s)",
+					       s->id, s->pid, actual, cg);
+		}
+		snprintf(cg, sizeof(cg), "%s", actual);
+		r = 0;
+	}
+	if (r < 0) {
+		log_info("container %s: cgroup not known yet (chosen by the runtime); not registered", s->id);
+		oci_config_done(&c);
+		return 0;
+	}
+	log_info("container %s: cgroup %s", s->id, cg);
+	daemon_register(s, &c, cg, timeout);
 	oci_config_done(&c);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	enum { ARG_VERSION = 256, ARG_TIMEOUT };
+	enum { ARG_VERSION = 256, ARG_TIMEOUT, ARG_SOCKET };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ "timeout", required_argument, NULL, ARG_TIMEOUT },
+		{ "socket", required_argument, NULL, ARG_SOCKET },
 		{},
 	};
 	struct oci_state s;
@@ -193,14 +344,19 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case ARG_SOCKET:
+			arg_socket = optarg;
+			break;
 		default:
 			return 1;
 		}
-	if (optind >= argc || (strcmp(argv[optind], "createRuntime") != 0 && strcmp(argv[optind], "poststop") != 0)) {
+	if (optind < argc && strcmp(argv[optind], "createRuntime") != 0 && strcmp(argv[optind], "poststop") != 0) {
 		log_error("The stage must be createRuntime or poststop; see --help");
 		return 1;
 	}
-	post = strcmp(argv[optind], "poststop") == 0;
+	/* Unknown without an argument until the state is read: a bad state is
+	 * exit 1 only when it is not a poststop's. */
+	post = optind < argc && strcmp(argv[optind], "poststop") == 0;
 	r = read_small_fd(STDIN_FILENO, OCI_STATE_MAX + 1, &text, &n);
 	if (r < 0) {
 		log_error_errno(r, "Cannot read the container state on stdin%s", r == -EFBIG ? " (too large)" : "");
@@ -210,10 +366,21 @@ int main(int argc, char **argv)
 		log_error("Bad container state on stdin: %s", err);
 		return post ? 0 : 1;
 	}
+	if (optind >= argc) {
+		if (strcmp(s.status, "stopped") == 0)
+			post = true;
+		else if (strcmp(s.status, "creating") != 0 && strcmp(s.status, "created") != 0) {
+			log_error("state: 'status' is '%s'; without a stage argument it must be creating, created "
+				  "or stopped",
+				  s.status);
+			oci_state_done(&s);
+			return 1;
+		}
+	}
 	if (post)
 		poststop(&s, timeout);
 	else
-		r = create_runtime(&s);
+		r = create_runtime(&s, timeout);
 	oci_state_done(&s);
 	return post || r >= 0 ? 0 : 1;
 }

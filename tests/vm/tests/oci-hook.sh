@@ -1,47 +1,111 @@
 # vm: --kernel stock --disks ext4
 # wbguard-oci-hook with Debian's crun and runc: real bundles with the hook
-# at createRuntime and poststop; the container's data is written back by the
-# time the runtime's delete returns. Malformed and hostile input: a clear
-# error at createRuntime, never a failure at poststop, nothing flushed that
-# the container does not name.
+# at createRuntime and poststop. With wbguardd running, createRuntime
+# registers the container (its pod names from the CRI's annotations) and
+# poststop has wbguardd flush its cgroup and waits; with wbguardd stopped,
+# poststop flushes by itself. Either way the container's data is written
+# back by the time the runtime's delete returns. Malformed and hostile input:
+# a clear error at createRuntime, never a failure at poststop, nothing
+# flushed that the container does not name.
 . "$WBG_TOP/tests/vm/lib.sh"
 . "$WBG_TOP/tests/vm/oci.sh"
 hook=$WBG_BUILD/hooks/wbguard-oci-hook
-mkdir -p /sys/fs/cgroup/wbgtest
+ctl=$WBG_BUILD/daemon/wbguardctl
+mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
 # The runtimes run hooks with their output discarded: a wrapper keeps it,
 # and records each call and its exit status.
 cat >/tmp/hook-wrap <<EOW
 #!/bin/sh
-stage=\$(eval echo \\\${\$#})
-$hook "\$@" 2>>/wbg-out/hook-\$stage.log
+$hook "\$@" 2>>/wbg-out/hook.log
 rc=\$?
-echo "\$stage rc=\$rc" >>/wbg-out/hook-calls.txt
+echo "\$* rc=\$rc" >>/wbg-out/hook-calls.txt
 exit \$rc
 EOW
 chmod +x /tmp/hook-wrap
 dirty() { awk '$1 == "Dirty:" {print $2}' /proc/meminfo; }
-for rt in crun runc; do
-	b=/tmp/oci-$rt
+# crun: the shipped hooks.d file's arguments (the stage from the state's
+# status), CRI-O's annotations; runc: explicit stages, containerd's.
+shipped_args=$(jq -c '.hook.args' "$WBG_TOP/hooks/oci-hooks.d/wbguard.json")
+ann_crun='{"io.kubernetes.pod.name":"web-0","io.kubernetes.pod.namespace":"shop","io.kubernetes.container.name":"app"}'
+ann_runc='{"io.kubernetes.cri.sandbox-name":"db-1","io.kubernetes.cri.sandbox-namespace":"store","io.kubernetes.cri.container-name":"pg"}'
+# run_container RUNTIME [LINGER [PARENT]]: create/start/exit/delete with the hook, checking
+# that the 16 MiB it wrote are written back when delete returns.
+run_container() {
+	local rt=$1 b=/tmp/oci-$1 cr pst ann linger=${2:-3} parent=${3:-wbgtest}
+	if [ "$rt" = crun ]; then
+		cr=$shipped_args pst=$shipped_args ann=$ann_crun
+	else
+		cr='["wbguard-oci-hook","createRuntime"]' pst='["wbguard-oci-hook","--timeout","20","poststop"]' ann=$ann_runc
+	fi
 	oci_bundle $b
-	jq --arg h /tmp/hook-wrap '.hooks = {
-		createRuntime: [{path: $h, args: ["wbguard-oci-hook", "createRuntime"]}],
-		poststop: [{path: $h, args: ["wbguard-oci-hook", "--timeout", "20", "poststop"]}]}' \
+	# a new file each time: ext4 writes a file truncated and rewritten at
+	# close by itself (auto_da_alloc)
+	rm -f /mnt/ext4/$rt/f
+	jq --arg h /tmp/hook-wrap --argjson cr "$cr" --argjson pst "$pst" '.hooks = {
+		createRuntime: [{path: $h, args: $cr}], poststop: [{path: $h, args: $pst}]}' \
 		$b/config.json >$b/c && mv $b/c $b/config.json
-	oci_run $rt $b hook-$rt wbgtest/hook-$rt '{}' /mnt/ext4/$rt 'dd if=/dev/zero of=/data/f bs=1M count=16 2>/dev/null'
+	oci_run $rt $b hook-$rt $parent/hook-$rt "$ann" /mnt/ext4/$rt "dd if=/dev/zero of=/data/f bs=1M count=16 2>/dev/null; sleep $linger"
 	check "$rt: the hook ran at createRuntime and resolved the cgroup" \
-		grep -q "container hook-$rt: cgroup wbgtest/hook-$rt" /wbg-out/hook-createRuntime.log
-	i=0; while [ "$($rt state hook-$rt 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		grep -q "container hook-$rt: cgroup $parent/hook-$rt" /wbg-out/hook.log
+	$ctl list --json >/wbg-out/list-$rt.json 2>/dev/null
+	i=0; while [ "$($rt state hook-$rt 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
 	before=$(dirty)
 	$rt delete hook-$rt 2>/wbg-out/$rt-delete.txt
 	check "$rt: delete succeeds with the hook at poststop" test $? = 0
-	check "$rt: the hook ran at poststop and wrote back" grep -q "container hook-$rt: its filesystems written back" /wbg-out/hook-poststop.log
 	after=$(dirty)
 	echo "# $rt: Dirty $before kB before delete, $after kB after"
-	check "$rt: the container's 16 MiB were dirty before delete" test "$before" -gt 12000
 	check "$rt: written back by the time delete returned" test "$after" -lt 4000
-done
+}
 
-check "every hook call exited 0" test -z "$(grep -v 'rc=0' /wbg-out/hook-calls.txt)" -a "$(wc -l </wbg-out/hook-calls.txt)" = 4
+daemon_start "$WBG_BUILD"
+check "wbguardd starts" test $? = 0
+for rt in crun runc; do
+	run_container $rt
+	check "$rt: registered with wbguardd" grep -q "container hook-$rt: registered with wbguardd" /wbg-out/hook.log
+	check "$rt: poststop had wbguardd flush it" grep -q "container hook-$rt: wbguardd handover [0-9]*: \(flushed\|clean\)" /wbg-out/hook.log
+done
+# (wbguardd flushed each at populated 0, when the container exited, so
+# nothing was left dirty for delete; its record says what was dirty then.)
+check "list: crun's container with CRI-O's pod names" \
+	test "$(jq -r '.[] | select(.cgroup == "wbgtest/hook-crun") | "\(.namespace)/\(.pod)/\(.container) \(.container_id)"' /wbg-out/list-crun.json)" = "shop/web-0/app hook-crun"
+check "list: runc's container with containerd's pod names" \
+	test "$(jq -r '.[] | select(.cgroup == "wbgtest/hook-runc") | "\(.namespace)/\(.pod)/\(.container)"' /wbg-out/list-runc.json)" = "store/db-1/pg"
+$ctl handovers --json >/wbg-out/handovers.json
+for rt in crun runc; do
+	id=$(sed -n "s/.*container hook-$rt: wbguardd handover \([0-9]*\).*/\1/p" /wbg-out/hook.log | tail -1)
+	check "$rt: the handover the hook was told of is wbguardd's record for its cgroup" \
+		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | .cgroup' /wbg-out/handovers.json)" = wbgtest/hook-$rt
+	check "$rt: and it found the container's 16 MiB dirty" \
+		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | .dirty_bytes' /wbg-out/handovers.json)" -gt $((12 << 20))
+done
+check "registration and flush logged by wbguardd" grep -q "Registered container hook-crun: cgroup /wbgtest/hook-crun, pod shop/web-0" /wbg-out/wbguardd.log
+
+# A state whose pid is not in config.json's cgroup names someone else's
+# process: refused, nothing registered.
+mkdir -p /tmp/other && jq '.linux.cgroupsPath = "/wbgtest/other" | .hooks = {}' /tmp/oci-crun/config.json >/tmp/other/config.json
+echo '{"id":"other","bundle":"/tmp/other","status":"creating","pid":1}' | $hook createRuntime 2>/wbg-out/h0.txt
+check "a state pid outside the container's cgroup: exit 1, named" \
+	sh -c "test $? = 1 && grep -q \"'pid' 1 is in cgroup /.*, not in config.json's linux.cgroupsPath (/wbgtest/other)\" /wbg-out/h0.txt"
+check "and not registered" sh -c "! grep -q 'Registered container other' /wbg-out/wbguardd.log"
+# poststop names only its id: an id wbguardd never registered is not
+# flushed by wbguardd (the hook falls back to its own bundle's mounts).
+echo '{"id":"nope","bundle":"/tmp/other","status":"stopped"}' | $hook poststop 2>/wbg-out/h00.txt
+check "poststop of an unregistered id: wbguardd refuses, the hook falls back, exit 0" \
+	sh -c "test $? = 0 && grep -q 'No container nope was registered; flushing here' /wbg-out/h00.txt"
+daemon_stop
+
+# Without wbguardd: poststop flushes by itself. (In a cgroup without the
+# memory controller: a fresh memcg's wb has no writeout history, so the
+# kernel starts writing its data almost at once; the root wb's stays dirty.)
+mkdir -p /sys/fs/cgroup/wbgnomem
+run_container crun 0 wbgnomem
+check "no daemon: the container's 16 MiB were dirty before delete" test "$before" -gt 12000
+check "no daemon: createRuntime says it is not registered" grep -q "container hook-crun: wbguardd not reachable at /run/wbguard/control; not registered" /wbg-out/hook.log
+check "no daemon: poststop wrote back by itself" grep -q "container hook-crun: its filesystems written back" /wbg-out/hook.log
+
+check "every hook call exited 0" test -z "$(grep -v 'rc=0' /wbg-out/hook-calls.txt)" -a "$(wc -l </wbg-out/hook-calls.txt)" = 6
 
 # Malformed and hostile state, straight to the hook.
 echo '{"id":"x"' | $hook createRuntime 2>/wbg-out/h1.txt

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Containers registered through the control API (the OCI hook at
+ * createRuntime): who a cgroup belongs to in Kubernetes terms, which the
+ * cgroup path alone cannot say, and the container's annotations (its
+ * dirty-expiry request). Keyed by the cgroup path relative to the cgroupfs
+ * root. Bounded: a full table drops its oldest entry.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WBG_CONTAINERS_MAX 16384
+#define WBG_CONTAINER_ANNOTATIONS_MAX 256
+
+struct wbg_container {
+	char *path;      /* relative to the cgroupfs root; first member: the tree's key */
+	char *id;        /* the runtime's container id */
+	char *bundle;
+	char *pod, *namespace, *name; /* from the CRI's annotations; NULL if not a pod's */
+	char *dirty_expire;           /* wbguard.io/dirty-expire as given, or NULL */
+	uint64_t seq;                 /* registration order */
+};
+
+struct wbg_containers {
+	void *by_path;
+	struct wbg_container **ring; /* arrival order, for eviction */
+	size_t cap, head, n;
+	uint64_t next_seq;
+};
+
+int containers_init(struct wbg_containers *t, size_t cap);
+void containers_free(struct wbg_containers *t);
+/* keys/values: the container's annotations (n pairs). Replaces an earlier
+ * registration of the same path. */
+int containers_register(struct wbg_containers *t, const char *path, const char *id, const char *bundle,
+			const char *const *keys, const char *const *values, size_t n);
+const struct wbg_container *containers_find(const struct wbg_containers *t, const char *path);
+/* By the runtime's container id (the latest registration with it). */
+const struct wbg_container *containers_find_id(const struct wbg_containers *t, const char *id);
+void containers_forget(struct wbg_containers *t, const char *path);
+
+/* The pod, namespace and container name among a container's annotations, as
+ * CRI-O (io.kubernetes.pod.name ...) or containerd (io.kubernetes.cri.
+ * sandbox-name ...) set them; NULL where absent. */
+void container_k8s_names(const char *const *keys, const char *const *values, size_t n, const char **ret_pod,
+			 const char **ret_namespace, const char **ret_name);

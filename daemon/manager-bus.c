@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The control API's D-Bus objects: io.wbguard1.Manager at /io/wbguard1, on
+ * the system bus and on every control socket connection. Methods are root's
+ * only (the policy file says so on the system bus; each call checks too);
+ * properties are readable by anyone the bus lets through. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "bpf-counters.h"
+#include "cgroup-util.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "metrics-http.h"
+
+#define BUS_NAME "io.wbguard1"
+#define BUS_PATH "/io/wbguard1"
+#define BUS_IFACE "io.wbguard1.Manager"
+
+static int check_root(sd_bus_message *msg, sd_bus_error *error)
+{
+	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+	uid_t uid;
+	int r;
+
+	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+	if (r >= 0)
+		r = sd_bus_creds_get_euid(creds, &uid);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot tell who is calling");
+	if (uid != 0)
+		return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "Only root may call wbguardd's methods");
+	return 0;
+}
+
+#define CHECK_ROOT(msg, error)                          \
+	do {                                            \
+		int _r_ = check_root((msg), (error));   \
+		if (_r_ < 0)                            \
+			return _r_;                     \
+		((struct manager *)userdata)->api_calls++; \
+	} while (0)
+
+static int method_register(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+	const char *id, *cgroup, *bundle, *k, *v;
+	const char *keys[WBG_CONTAINER_ANNOTATIONS_MAX + 1], *values[WBG_CONTAINER_ANNOTATIONS_MAX + 1];
+	size_t n = 0;
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = sd_bus_message_read(msg, "sss", &id, &cgroup, &bundle);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_enter_container(msg, 'a', "{ss}");
+	if (r < 0)
+		return r;
+	while ((r = sd_bus_message_read(msg, "{ss}", &k, &v)) > 0) {
+		if (n > WBG_CONTAINER_ANNOTATIONS_MAX)
+			return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+						 "container %s: more than %d annotations", id, WBG_CONTAINER_ANNOTATIONS_MAX);
+		keys[n] = k;
+		values[n++] = v;
+	}
+	if (r < 0)
+		return r;
+	r = manager_register_container(m, id, cgroup, bundle, keys, values, n, error);
+	if (r < 0)
+		return r;
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_flush(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	const char *cgroup;
+	uint64_t timeout;
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = sd_bus_message_read(msg, "st", &cgroup, &timeout);
+	if (r < 0)
+		return r;
+	return manager_flush_cgroup(userdata, cgroup, timeout, msg, error);
+}
+
+/* The hook's poststop names only its container: what it registered at
+ * createRuntime decides the cgroup, so a container cannot name another's. */
+static int method_flush_container(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+	const struct wbg_container *ct;
+	_cleanup_free_ char *path = NULL;
+	const char *id;
+	uint64_t timeout;
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = sd_bus_message_read(msg, "st", &id, &timeout);
+	if (r < 0)
+		return r;
+	ct = containers_find_id(&m->containers, id);
+	if (!ct)
+		return sd_bus_error_setf(error, "io.wbguard1.NoSuchContainer", "No container %s was registered", id);
+	path = strdup(ct->path);
+	if (!path)
+		return -ENOMEM;
+	return manager_flush_cgroup(m, path, timeout, msg, error);
+}
+
+static int list_one(sd_bus_message *reply, struct manager *m, const struct wbg_cgroup *c)
+{
+	const struct wbg_container *ct = containers_find(&m->containers, c->path);
+	uint64_t dirty = 0, wb = 0;
+
+	/* read now; a cgroup removed meanwhile shows 0 */
+	(void)cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_dirty", &dirty);
+	(void)cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_writeback", &wb);
+	return sd_bus_message_append(reply, "(tsbttssss)", c->id, c->path, c->populated, dirty, wb,
+				     ct ? ct->id : "", ct && ct->pod ? ct->pod : "",
+				     ct && ct->namespace ? ct->namespace : "", ct && ct->name ? ct->name : "");
+}
+
+struct list_ctx {
+	struct manager *m;
+	sd_bus_message *reply;
+	int r;
+};
+
+static void list_cb(struct wbg_cgroup *c, void *userdata)
+{
+	struct list_ctx *l = userdata;
+
+	if (l->r >= 0 && c->in_scope && !c->removed && *c->path)
+		l->r = list_one(l->reply, l->m, c);
+}
+
+static int method_list(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct list_ctx l = { .m = userdata };
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = sd_bus_message_new_method_return(msg, &reply);
+	if (r >= 0)
+		r = sd_bus_message_open_container(reply, 'a', "(tsbttssss)");
+	if (r < 0)
+		return r;
+	l.reply = reply;
+	registry_foreach(&l.m->reg, list_cb, &l);
+	if (l.r < 0)
+		return l.r;
+	r = sd_bus_message_close_container(reply);
+	return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_handovers(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct manager *m = userdata;
+	uint32_t limit;
+	uint64_t n, first;
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = sd_bus_message_read(msg, "u", &limit);
+	if (r < 0)
+		return r;
+	n = m->recent_handover_next < WBG_RECENT_MAX ? m->recent_handover_next : WBG_RECENT_MAX;
+	if (limit && limit < n)
+		n = limit;
+	first = m->recent_handover_next - n;
+	r = sd_bus_message_new_method_return(msg, &reply);
+	if (r >= 0)
+		r = sd_bus_message_open_container(reply, 'a', "s");
+	/* oldest first, as in handovers.jsonl */
+	for (uint64_t i = first; r >= 0 && i < m->recent_handover_next; i++)
+		r = sd_bus_message_append(reply, "s", m->recent[i % WBG_RECENT_MAX].json ?: "{}");
+	if (r >= 0)
+		r = sd_bus_message_close_container(reply);
+	return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_verify(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+	const struct wbg_evidence *e = &m->evidence;
+
+	CHECK_ROOT(msg, error);
+	manager_refresh_verdict(m);
+	return sd_bus_reply_method_return(
+		msg, "ssa{st}", wbg_verdict_to_string(m->dying_wb), wbg_verdict_to_string(m->bdev_flush), 7,
+		"ok_to_dying", e->ok_to_dying, "enoent_to_dying", e->enoent_to_dying, "dying_wb_found",
+		e->lookup_dying_found, "bdev_flushes", e->bdev_flushes, "bdev_dirty_own_path", e->bdev_dirty_own_path,
+		"bdev_dirty_owner_wb_path", e->bdev_dirty_shared_path, "dormant", (uint64_t)verdict_bdev_dormant(e));
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	int r;
+
+	CHECK_ROOT(msg, error);
+	r = manager_reload(userdata);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Reload failed; the running configuration stays (see the log)");
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	CHECK_ROOT(msg, error);
+	f = open_memstream(&buf, &n);
+	if (!f)
+		return -ENOMEM;
+	metrics_write(userdata, f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	return sd_bus_reply_method_return(msg, "s", buf);
+}
+
+static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+	uint64_t total = 0;
+	unsigned cur = 0;
+
+	CHECK_ROOT(msg, error);
+	for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
+		for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
+			total += m->handovers[t][o];
+	(void)sysctl_keeper_read(&m->sysctl, &cur);
+	return sd_bus_reply_method_return(
+		msg, "a{sv}", 12, "version", "s", WBGUARD_VERSION, "dying_wb_fallback", "s",
+		wbg_verdict_to_string(m->dying_wb), "bdev_foreign_flush", "s", wbg_verdict_to_string(m->bdev_flush),
+		"mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL, "system_bus", "b", m->bus_name_owned,
+		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers", "t", (uint64_t)m->containers.n,
+		"active_handovers", "t", m->next_handover_id - total, "handovers_total", "t", total,
+		"flushed_device_bytes", "t", m->flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
+}
+
+static int property_verdict(sd_bus *bus, const char *path, const char *interface, const char *property,
+			    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+
+	return sd_bus_message_append(reply, "s",
+				     wbg_verdict_to_string(strcmp(property, "DyingWbFallback") == 0 ? m->dying_wb
+												     : m->bdev_flush));
+}
+
+static int property_simple(sd_bus *bus, const char *path, const char *interface, const char *property,
+			   sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+
+	if (strcmp(property, "Version") == 0)
+		return sd_bus_message_append(reply, "s", WBGUARD_VERSION);
+	return sd_bus_message_append(reply, "b", (int)m->mitigating);
+}
+
+static int property_counter(sd_bus *bus, const char *path, const char *interface, const char *property,
+			    sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+	struct manager *m = userdata;
+	uint64_t v = 0;
+
+	if (strcmp(property, "TrackedCgroups") == 0)
+		v = m->reg.n;
+	else if (strcmp(property, "RegisteredContainers") == 0)
+		v = m->containers.n;
+	else
+		for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
+			for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
+				v += m->handovers[t][o];
+	return sd_bus_message_append(reply, "t", v);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_PROPERTY("Version", "s", property_simple, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+	SD_BUS_PROPERTY("DyingWbFallback", "s", property_verdict, 0, 0),
+	SD_BUS_PROPERTY("BdevForeignFlush", "s", property_verdict, 0, 0),
+	SD_BUS_PROPERTY("Mitigating", "b", property_simple, 0, 0),
+	SD_BUS_PROPERTY("TrackedCgroups", "t", property_counter, 0, 0),
+	SD_BUS_PROPERTY("RegisteredContainers", "t", property_counter, 0, 0),
+	SD_BUS_PROPERTY("HandoversTotal", "t", property_counter, 0, 0),
+	SD_BUS_PROPERTY("FlushedDeviceBytes", "t", NULL, offsetof(struct manager, flushed_device_bytes), 0),
+	SD_BUS_METHOD_WITH_ARGS("RegisterContainer",
+				SD_BUS_ARGS("s", id, "s", cgroup, "s", bundle, "a{ss}", annotations),
+				SD_BUS_NO_RESULT, method_register, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("FlushCgroup", SD_BUS_ARGS("s", cgroup, "t", timeout_usec),
+				SD_BUS_RESULT("t", handover_id, "s", outcome, "s", reason), method_flush,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("FlushContainer", SD_BUS_ARGS("s", id, "t", timeout_usec),
+				SD_BUS_RESULT("t", handover_id, "s", outcome, "s", reason), method_flush_container,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("ListCgroups", SD_BUS_NO_ARGS,
+				SD_BUS_RESULT("a(tsbttssss)", cgroups), method_list, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("ListHandovers", SD_BUS_ARGS("u", limit), SD_BUS_RESULT("as", records),
+				method_handovers, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Verify", SD_BUS_NO_ARGS,
+				SD_BUS_RESULT("s", dying_wb_fallback, "s", bdev_foreign_flush, "a{st}", evidence),
+				method_verify, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Status", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", status), method_status,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Metrics", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", text), method_metrics,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_VTABLE_END,
+};
+
+int manager_bus_add_objects(struct manager *m, sd_bus *bus)
+{
+	return sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_IFACE, manager_vtable, m);
+}
+
+static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+	struct manager *m = userdata;
+	const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+	if (e) {
+		log_notice("Cannot own %s on the system bus (%s); the control socket still serves the API", BUS_NAME,
+			   e->message);
+		return 0;
+	}
+	m->bus_name_owned = true;
+	log_info("Serving the control API as %s on the system bus", BUS_NAME);
+	return 0;
+}
+
+void manager_bus_request_name(struct manager *m)
+{
+	int r;
+
+	m->bus_name_owned = false;
+	r = manager_bus_add_objects(m, m->bus);
+	if (r >= 0)
+		r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, on_name, m);
+	if (r < 0)
+		log_warning_errno(r, "Cannot offer the control API on the system bus");
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <json-c/json.h>
+#include <systemd/sd-bus.h>
+
+#include "log.h"
+#include "macro.h"
+#include "wbguardctl-api.h"
+
+#define BUS_NAME "io.wbguard1"
+#define BUS_PATH "/io/wbguard1"
+#define BUS_IFACE "io.wbguard1.Manager"
+
+/* Exit status when wbguardd cannot be reached or refuses. */
+#define EXIT_UNREACHABLE 3
+
+static int connect_daemon(const struct ctl_opts *o, sd_bus **ret)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	char addr[4200];
+	int r;
+
+	if (!o->socket) {
+		r = sd_bus_open_system(&bus);
+		if (r < 0)
+			return log_error_errno(r, "Cannot connect to the system bus");
+	} else {
+		snprintf(addr, sizeof(addr), "unix:path=%s", o->socket);
+		r = sd_bus_new(&bus);
+		if (r >= 0)
+			r = sd_bus_set_address(bus, addr);
+		if (r >= 0)
+			r = sd_bus_start(bus);
+		if (r < 0)
+			return log_error_errno(r, "Cannot reach wbguardd at %s (is it running?)", o->socket);
+	}
+	*ret = TAKE_PTR(bus);
+	return 0;
+}
+
+static int call(const struct ctl_opts *o, sd_bus *bus, const char *method, uint64_t timeout_usec,
+		sd_bus_message **ret, const char *types, ...)
+{
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *req = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	va_list ap;
+	int r;
+
+	r = sd_bus_message_new_method_call(bus, &req, o->socket ? NULL : BUS_NAME, BUS_PATH, BUS_IFACE, method);
+	if (r >= 0 && types) {
+		va_start(ap, types);
+		r = sd_bus_message_appendv(req, types, ap);
+		va_end(ap);
+	}
+	if (r < 0)
+		return log_error_errno(r, "Cannot build the %s call", method);
+	r = sd_bus_call(bus, req, timeout_usec, &error, ret);
+	if (r < 0) {
+		log_error("%s: %s", method, error.message ? error.message : strerror(-r));
+		sd_bus_error_free(&error);
+	}
+	return r;
+}
+
+static void print_json(struct json_object *j)
+{
+	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+int ctl_list(const struct ctl_opts *o)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct json_object *arr = json_object_new_array();
+	const char *path, *cid, *pod, *ns, *name;
+	uint64_t id, dirty, wb;
+	int populated, r;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "ListCgroups", 0, &reply, NULL) < 0) {
+		json_object_put(arr);
+		return EXIT_UNREACHABLE;
+	}
+	r = sd_bus_message_enter_container(reply, 'a', "(tsbttssss)");
+	if (!o->json && r >= 0)
+		printf("%-10s %-9s %12s %12s  %-30s %s\n", "ID", "POPULATED", "DIRTY", "WRITEBACK", "POD", "CGROUP");
+	while (r >= 0 && (r = sd_bus_message_read(reply, "(tsbttssss)", &id, &path, &populated, &dirty, &wb, &cid, &pod,
+						  &ns, &name)) > 0) {
+		struct json_object *c = json_object_new_object();
+
+		json_object_object_add(c, "id", json_object_new_uint64(id));
+		json_object_object_add(c, "cgroup", json_object_new_string(path));
+		json_object_object_add(c, "populated", json_object_new_boolean(populated));
+		json_object_object_add(c, "file_dirty_bytes", json_object_new_uint64(dirty));
+		json_object_object_add(c, "file_writeback_bytes", json_object_new_uint64(wb));
+		if (*cid)
+			json_object_object_add(c, "container_id", json_object_new_string(cid));
+		if (*pod) {
+			json_object_object_add(c, "pod", json_object_new_string(pod));
+			json_object_object_add(c, "namespace", json_object_new_string(ns));
+			json_object_object_add(c, "container", json_object_new_string(name));
+		}
+		json_object_array_add(arr, c);
+		if (!o->json) {
+			char who[300];
+
+			snprintf(who, sizeof(who), "%s%s%s%s%s", ns, *ns ? "/" : "", pod, *name ? "/" : "", name);
+			printf("%-10" PRIu64 " %-9s %12" PRIu64 " %12" PRIu64 "  %-30s /%s\n", id, populated ? "yes" : "no",
+			       dirty, wb, *who ? who : "-", path);
+		}
+	}
+	if (r < 0) {
+		json_object_put(arr);
+		return log_error_errno(r, "Bad ListCgroups reply"), EXIT_UNREACHABLE;
+	}
+	if (o->json)
+		print_json(arr);
+	json_object_put(arr);
+	return 0;
+}
+
+int ctl_flush(const struct ctl_opts *o, const char *cgroup, bool wait)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	uint64_t timeout = wait ? (uint64_t)(o->timeout * 1e6) : 0, id;
+	const char *outcome, *reason;
+
+	/* the call's own timeout: the daemon answers at ours, give it a second more */
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "FlushCgroup", timeout + 5 * 1000 * 1000, &reply, "st", cgroup,
+						timeout) < 0)
+		return EXIT_UNREACHABLE;
+	if (sd_bus_message_read(reply, "tss", &id, &outcome, &reason) < 0)
+		return log_error("Bad FlushCgroup reply"), EXIT_UNREACHABLE;
+	if (o->json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "handover", json_object_new_uint64(id));
+		json_object_object_add(j, "outcome", json_object_new_string(outcome));
+		json_object_object_add(j, "reason", json_object_new_string(reason));
+		print_json(j);
+		json_object_put(j);
+	} else
+		printf("handover %" PRIu64 ": %s%s%s\n", id, outcome, *reason ? ": " : "", reason);
+	if (strcmp(outcome, "flushed") == 0 || strcmp(outcome, "clean") == 0)
+		return 0;
+	if (strcmp(outcome, "pending") == 0)
+		return wait ? 4 : 0;
+	return 1;
+}
+
+int ctl_handovers(const struct ctl_opts *o, unsigned limit)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct json_object *arr = json_object_new_array();
+	const char *rec;
+	int r;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "ListHandovers", 0, &reply, "u", limit) < 0) {
+		json_object_put(arr);
+		return EXIT_UNREACHABLE;
+	}
+	r = sd_bus_message_enter_container(reply, 'a', "s");
+	if (!o->json && r >= 0)
+		printf("%-6s %-12s %-11s %10s %10s  %s\n", "ID", "TRIGGER", "OUTCOME", "DIRTY", "WRITTEN", "CGROUP");
+	while (r >= 0 && (r = sd_bus_message_read(reply, "s", &rec)) > 0) {
+		struct json_object *j = json_tokener_parse(rec), *v;
+		const char *f[6] = { "id", "trigger", "outcome", "dirty_bytes", "device_bytes", "cgroup" };
+		const char *val[6];
+
+		if (!j)
+			continue;
+		for (int i = 0; i < 6; i++)
+			val[i] = json_object_object_get_ex(j, f[i], &v) ? json_object_get_string(v) : "-";
+		if (!o->json)
+			printf("%-6s %-12s %-11s %10s %10s  /%s\n", val[0], val[1], val[2], val[3], val[4], val[5]);
+		json_object_array_add(arr, j);
+	}
+	if (o->json)
+		print_json(arr);
+	json_object_put(arr);
+	return r < 0 ? EXIT_UNREACHABLE : 0;
+}
+
+int ctl_metrics(const struct ctl_opts *o)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *text;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "Metrics", 0, &reply, NULL) < 0 ||
+	    sd_bus_message_read(reply, "s", &text) < 0)
+		return EXIT_UNREACHABLE;
+	/* the Prometheus text format; --json does not apply */
+	fputs(text, stdout);
+	return 0;
+}
+
+int ctl_reload(const struct ctl_opts *o)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "Reload", 0, NULL, NULL) < 0)
+		return EXIT_UNREACHABLE;
+	return 0;
+}
+
+struct json_object *ctl_daemon_status(const struct ctl_opts *o)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct json_object *j;
+	const char *key, *contents;
+	int r;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "Status", 0, &reply, NULL) < 0)
+		return NULL;
+	j = json_object_new_object();
+	r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+	while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+		char type;
+		union {
+			const char *s;
+			int b;
+			uint32_t u;
+			uint64_t t;
+		} v;
+
+		r = sd_bus_message_read(reply, "s", &key);
+		if (r >= 0)
+			r = sd_bus_message_peek_type(reply, NULL, &contents);
+		if (r < 0)
+			break;
+		type = contents[0];
+		r = sd_bus_message_read(reply, "v", contents, &v);
+		if (r < 0)
+			break;
+		json_object_object_add(j, key,
+				       type == 's' ? json_object_new_string(v.s)
+				       : type == 'b' ? json_object_new_boolean(v.b)
+				       : type == 'u' ? json_object_new_uint64(v.u)
+						     : json_object_new_uint64(v.t));
+		r = sd_bus_message_exit_container(reply);
+	}
+	if (r < 0) {
+		log_error_errno(r, "Bad Status reply");
+		json_object_put(j);
+		return NULL;
+	}
+	return j;
+}

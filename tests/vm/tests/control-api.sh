@@ -1,0 +1,87 @@
+# vm: --kernel stock --disks ext4
+# The control API on its private socket (peer-to-peer D-Bus, root only by
+# SO_PEERCRED) and wbguardctl's commands against the running daemon: status,
+# list, flush --wait, handovers, metrics, reload, each with --json; bad
+# cgroup names refused; non-root refused.
+. "$WBG_TOP/tests/vm/lib.sh"
+ctl=$WBG_BUILD/daemon/wbguardctl
+daemon_start "$WBG_BUILD"
+check "wbguardd starts" test $? = 0
+check "the control socket is there, mode 0600" test "$(stat -c %a /run/wbguard/control)" = 600
+
+$ctl status --json >/wbg-out/status.json
+check "status --json: exit 0" test $? = 0
+scrape_metrics
+v=$(jqv /wbg-out/status.json .daemon.dying_wb_fallback)
+echo "# status: dying-wb fallback $v"
+check "status: the daemon's verdict, as its metrics say, not active on the stock kernel" \
+	sh -c "test '$v' = '$(verdict dying_wb_fallback)' && test '$v' != active"
+check "status: the sysctl part" test "$(jqv /wbg-out/status.json .dirty_expire.current)" = "$(cat /proc/sys/vm/dirty_expire_centisecs)"
+$ctl status >/wbg-out/status.txt
+check "status: text names the daemon's version" grep -q "version *0\." /wbg-out/status.txt
+
+# A live cgroup with 32 MiB dirty: listed with its dirty bytes, then flushed
+# on request while it keeps running.
+mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
+mkdir /sys/fs/cgroup/wbgtest/live
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/live/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/live bs=1M count=32 status=none; exec sleep 600' &
+writer=$!
+sleep 1
+$ctl list --json >/wbg-out/list.json
+d=$(jq -r '.[] | select(.cgroup == "wbgtest/live") | .file_dirty_bytes' /wbg-out/list.json)
+echo "# list: wbgtest/live has $d bytes dirty"
+check "list: the live cgroup with its dirty bytes" test "${d:-0}" -gt $((24 << 20))
+$ctl flush --wait --json /wbgtest/live >/wbg-out/flush.json
+rc=$?
+check "flush --wait: exit 0" test $rc = 0
+check "flush --wait: outcome flushed" test "$(jqv /wbg-out/flush.json .outcome)" = flushed
+d=$(awk '$1 == "file_dirty" {print $2}' /sys/fs/cgroup/wbgtest/live/memory.stat)
+echo "# after the flush: $d bytes dirty"
+check "the cgroup's data is written when flush returns" test "$d" -lt $((1 << 20))
+check "the writer still runs (a flush is no removal)" kill -0 $writer
+$ctl handovers --json --limit 5 >/wbg-out/handovers.json
+check "handovers: the API handover is recorded with its trigger" \
+	test "$(jq -r --argjson id "$(jqv /wbg-out/flush.json .handover)" '.[] | select(.id == $id) | .trigger' /wbg-out/handovers.json)" = api
+$ctl handovers >/wbg-out/handovers.txt
+check "handovers: text table" grep -q "api .*flushed.*wbgtest/live" /wbg-out/handovers.txt
+# Its removal later is a handover of its own.
+kill $writer; wait $writer 2>/dev/null
+sleep 0.5
+rmdir /sys/fs/cgroup/wbgtest/live
+sleep 1
+check "its removal is recorded too" sh -c "$ctl handovers --json | jq -e '[.[] | select(.cgroup == \"wbgtest/live\")] | length >= 2' >/dev/null"
+
+# Names outside the cgroup root, or no cgroup at all.
+$ctl flush --wait /wbgtest/../../etc 2>/wbg-out/bad1.txt
+check "flush of a path with '..': exit 3, refused as not under the root" \
+	sh -c "test $? = 3 && grep -q 'not a cgroup path under the cgroupfs root' /wbg-out/bad1.txt"
+$ctl flush --wait /no/such/cgroup 2>/wbg-out/bad2.txt
+check "flush of an unknown cgroup: exit 3, said so" sh -c "test $? = 3 && grep -q 'does not track' /wbg-out/bad2.txt"
+$ctl flush 2>/dev/null
+check "flush without a cgroup: usage error, exit 2" test $? = 2
+
+$ctl metrics >/wbg-out/metrics.txt
+check "metrics over the API: the handover counters" grep -q '^wbguard_handovers_total{trigger="api",outcome="flushed"} 1' /wbg-out/metrics.txt
+promtool check metrics </wbg-out/metrics.txt >/dev/null 2>&1
+check "metrics over the API pass promtool" test $? = 0
+$ctl reload
+check "reload: exit 0" test $? = 0
+check "reload: logged" grep -q "^Reloaded" /wbg-out/wbguardd.log
+
+# Root only: the socket's mode keeps others out; with the mode opened up,
+# SO_PEERCRED still does.
+setpriv --reuid=65534 --regid=65534 --clear-groups $ctl list 2>/wbg-out/nobody1.txt
+check "non-root: cannot reach the 0600 socket (exit 3)" test $? = 3
+chmod 666 /run/wbguard/control
+setpriv --reuid=65534 --regid=65534 --clear-groups $ctl list 2>/wbg-out/nobody2.txt
+check "non-root on an opened socket: refused (exit 3)" test $? = 3
+check "the refusal is logged with the uid" grep -q "refused a connection from uid 65534" /wbg-out/wbguardd.log
+check "the daemon is still alive after all that" kill -0 $DAEMON
+
+daemon_stop
+check "clean exit" test $? = 0
+check "the socket is removed at exit" test ! -e /run/wbguard/control
+$ctl status --json >/wbg-out/status-off.json
+check "status without the daemon: exit 0, daemon null" test "$(jq -r .daemon /wbg-out/status-off.json)" = null
+$ctl list 2>/dev/null
+check "list without the daemon: exit 3" test $? = 3
