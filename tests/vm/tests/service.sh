@@ -9,6 +9,8 @@ admin=$(cat $sysctl)
 # the unit as shipped, its ExecStart path included.
 install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
 install -m 644 "$WBG_TOP/units/wbguard.service" /etc/systemd/system/wbguard.service
+install -m 644 "$WBG_TOP/conf/io.wbguard1.conf" /etc/dbus-1/system.d/io.wbguard1.conf
+busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig
 mkdir -p /etc/wbguard
 printf '[policy "wbgtest/g"]\ndirty_expire = 2s\nmechanism = global\n' >/etc/wbguard/wbguard.conf
 systemctl daemon-reload
@@ -19,6 +21,25 @@ journalctl -u wbguard.service --no-pager >/wbg-out/journal-1.txt
 check "watching, BPF on, no permission errors under the hardening" \
 	sh -c "grep -q 'Watching .* BPF on' /wbg-out/journal-1.txt && ! grep -qi 'operation not permitted\|permission denied' /wbg-out/journal-1.txt"
 check "metrics served" sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_bpf_programs_loaded{group=\"dirtied\"} 1'"
+
+# The control API on the system bus, as the shipped policy allows it.
+i=0; while ! journalctl -u wbguard.service | grep -q 'Serving the control API as io.wbguard1' && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+check "owns io.wbguard1 on the system bus under the policy file" \
+	sh -c "journalctl -u wbguard.service | grep -q 'Serving the control API as io.wbguard1 on the system bus'"
+busctl introspect io.wbguard1 /io/wbguard1 >/wbg-out/introspect.txt 2>&1
+check "busctl introspect shows the methods and properties" \
+	sh -c "grep -q '^\.FlushCgroup *method *st *tss' /wbg-out/introspect.txt && grep -q '^\.RegisterContainer *method *sssa{ss}' /wbg-out/introspect.txt && grep -q '^\.DyingWbFallback *property *s' /wbg-out/introspect.txt"
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+v=$(nobody busctl get-property io.wbguard1 /io/wbguard1 io.wbguard1.Manager DyingWbFallback 2>&1)
+echo "# as nobody: DyingWbFallback = $v"
+check "anyone may read the verdict properties" sh -c "echo '$v' | grep -q '^s \"\(missing\|unknown\|active\)\"'"
+nobody busctl call io.wbguard1 /io/wbguard1 io.wbguard1.Manager ListCgroups >/wbg-out/nobody-call.txt 2>&1
+check "a method call from non-root is denied by the bus policy" \
+	sh -c "test $? != 0 && grep -qi 'access denied\|AccessDenied\|not allowed' /wbg-out/nobody-call.txt"
+"$WBG_BUILD/daemon/wbguardctl" --system status --json >/wbg-out/status-system.json
+check "wbguardctl --system status: the daemon answers on the bus" test "$(jqv /wbg-out/status-system.json .daemon.system_bus)" = true
+"$WBG_BUILD/daemon/wbguardctl" status --json >/wbg-out/status-socket.json
+check "and on its control socket in the RuntimeDirectory" test "$(jqv /wbg-out/status-socket.json .daemon.version)" = "$(jqv /wbg-out/status-system.json .daemon.version)"
 
 mkdir -p /sys/fs/cgroup/wbgtest/g
 sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g/cgroup.procs; exec sleep 600' &
@@ -63,6 +84,10 @@ echo "# $h"
 check "handover under the hardening: flushed" test "$(echo "$h" | jq -r .outcome)" = flushed
 check "handover under the hardening: the loop device's page cache too" \
 	test "$(echo "$h" | jq '[.target_list[] | select(.how == "bdev")] | length')" -ge 1
+hid=$(echo "$h" | jq -r .id)
+journalctl -u wbguard.service -o json WBGUARD_CGROUP=/wbgtest/h >/wbg-out/journal-fields.json
+check "the journal has the handover with structured fields (cgroup, handover id, outcome)" \
+	test "$(jq -r 'select(.WBGUARD_HANDOVER_ID != null) | "\(.WBGUARD_HANDOVER_ID) \(.WBGUARD_OUTCOME) \(.PRIORITY)"' /wbg-out/journal-fields.json | tail -1)" = "$hid flushed 6"
 losetup -d "$loop"
 rm -f /mnt/ext4/loop.img
 
