@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <string.h>
+
+#include "containers.h"
+#include "tap.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static int streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+int main(void)
+{
+	struct wbg_containers t;
+	const struct wbg_container *c;
+	const char *crio_k[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.container.name",
+				 "wbguard.io/dirty-expire", "other" };
+	const char *crio_v[] = { "web-0", "shop", "app", "1s", "x" };
+	const char *ctrd_k[] = { "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace",
+				 "io.kubernetes.cri.container-name" };
+	const char *ctrd_v[] = { "db-1", "store", "pg" };
+	const char *empty_k[] = { "io.kubernetes.pod.name" }, *empty_v[] = { "" };
+	const char *pod, *ns, *name;
+
+	container_k8s_names(crio_k, crio_v, N(crio_k), &pod, &ns, &name);
+	CHECK(streq(pod, "web-0") && streq(ns, "shop") && streq(name, "app"), "CRI-O's annotations");
+	container_k8s_names(ctrd_k, ctrd_v, N(ctrd_k), &pod, &ns, &name);
+	CHECK(streq(pod, "db-1") && streq(ns, "store") && streq(name, "pg"), "containerd's annotations");
+	container_k8s_names(empty_k, empty_v, 1, &pod, &ns, &name);
+	CHECK(!pod && !ns && !name, "an empty value is no name");
+
+	CHECK(containers_init(&t, 3) == 0, "init");
+	CHECK(containers_register(&t, "k/a", "a", "/b/a", crio_k, crio_v, N(crio_k)) == 0, "register a");
+	c = containers_find(&t, "k/a");
+	CHECK(c && streq(c->id, "a") && streq(c->pod, "web-0") && streq(c->dirty_expire, "1s"), "found by path, fields");
+	CHECK(containers_register(&t, "k/b", "b", "/b/b", ctrd_k, ctrd_v, N(ctrd_k)) == 0, "register b");
+	CHECK(containers_find(&t, "k/b") && !containers_find(&t, "k/b")->dirty_expire, "b has no expiry annotation");
+	CHECK(containers_register(&t, "k/a", "a2", "/b/a2", NULL, NULL, 0) == 0 && t.n == 2,
+	      "the same path again replaces it");
+	c = containers_find(&t, "k/a");
+	CHECK(c && streq(c->id, "a2") && !c->pod, "the new registration's fields");
+	CHECK(containers_find_id(&t, "a2") == c && !containers_find_id(&t, "a"), "find by id: the latest only");
+	CHECK(containers_register(&t, "k/c", "c", "", NULL, NULL, 0) == 0 &&
+		      containers_register(&t, "k/d", "d", "", NULL, NULL, 0) == 0,
+	      "fill up");
+	CHECK(t.n == 3 && !containers_find(&t, "k/b") && containers_find(&t, "k/a") && containers_find(&t, "k/d"),
+	      "full: the oldest (b) made room");
+	containers_forget(&t, "k/a");
+	CHECK(t.n == 2 && !containers_find(&t, "k/a") && containers_find(&t, "k/c"), "forget");
+	CHECK(containers_register(&t, "k/e", "e", "", NULL, NULL, 0) == 0 &&
+		      containers_register(&t, "k/f", "f", "", NULL, NULL, 0) == 0 && t.n == 3 &&
+		      !containers_find(&t, "k/c") && containers_find(&t, "k/d") && containers_find(&t, "k/f"),
+	      "after a forget, eviction keeps arrival order");
+	containers_forget(&t, "nope");
+	CHECK(t.n == 3, "forgetting an unknown path is a no-op");
+	containers_free(&t);
+	return tap_done();
+}
