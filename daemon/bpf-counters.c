@@ -4,11 +4,16 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf-counters.h"
+#include "cgroup-util.h"
 #include "log.h"
 #include "macro.h"
 #include "wbguard.skel.h"
@@ -118,6 +123,43 @@ static unsigned program_group(const char *name)
 	return WBG_BPF_DIRTIED;
 }
 
+static char tracefs_root[256];
+
+void wbg_bpf_set_tracefs(const char *dir)
+{
+	snprintf(tracefs_root, sizeof(tracefs_root), "%s", dir ? dir : "");
+}
+
+/* libbpf finds a classic tracepoint's id below /sys/kernel/tracing, which a
+ * container does not have: with another tracefs root (the host's, through
+ * /proc/1/root), open the perf event here and hand it to libbpf. */
+static struct bpf_link *attach_tracepoint_at(struct bpf_program *p, const char *sec)
+{
+	_cleanup_free_ char *text = NULL;
+	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr), .sample_period = 1,
+					.wakeup_events = 1 };
+	char path[512];
+	struct bpf_link *link;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/events/%s/id", tracefs_root, sec + strlen("tracepoint/"));
+	if (read_small_file_at(AT_FDCWD, path, 64, &text) < 0 || sscanf(text, "%llu", &attr.config) != 1) {
+		errno = ENOENT;
+		return NULL;
+	}
+	fd = syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	link = bpf_program__attach_perf_event(p, fd);
+	if (!link) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+	}
+	return link;
+}
+
 /* Attaches every loaded program on its own: one that does not attach (a
  * classic tracepoint without tracefs, say) costs only its own counters.
  * b->progs[] is in the object's program order (filled by try_open). */
@@ -132,6 +174,8 @@ static void attach_each(struct wbg_bpf *b)
 		if (!bpf_program__autoload(p))
 			continue;
 		e->link = bpf_program__attach(p);
+		if (!e->link && tracefs_root[0] && strncmp(bpf_program__section_name(p), "tracepoint/", 11) == 0)
+			e->link = attach_tracepoint_at(p, bpf_program__section_name(p));
 		if (!e->link) {
 			snprintf(e->why, sizeof(e->why), "attach failed: %s", strerror(errno));
 			log_warning("BPF program %s did not attach (%s); its counters are missing", e->name,

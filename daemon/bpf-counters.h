@@ -21,6 +21,9 @@ struct wbg_bpf;
 #define WBG_BPF_PATHS (1U << 3)   /* fallback paths, dirty pauses, wb switches */
 #define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_RMDIR | WBG_BPF_PATHS)
 
+/* Where tracefs is when it is not at /sys/kernel/tracing (in a container:
+ * the host's, below /proc/1/root); for classic tracepoints. */
+void wbg_bpf_set_tracefs(const char *dir);
 int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */
 unsigned wbg_bpf_groups(const struct wbg_bpf *b);

@@ -291,6 +291,11 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	if (IS("daemon", "scratch_cgroup"))
 		return *expect = "a cgroup path relative to cgroup_root",
 		       parse_path(v[0] == '/' ? v + 1 : v, false, c->scratch_cgroup, sizeof(c->scratch_cgroup));
+	if (IS("daemon", "host_root")) {
+		if (!*v)
+			return c->host_root[0] = 0, 0;
+		return *expect = "an absolute path, or empty", parse_path(v, true, c->host_root, sizeof(c->host_root));
+	}
 	if (IS("daemon", "proc_sys"))
 		return *expect = "an absolute path", parse_path(v, true, c->proc_sys, sizeof(c->proc_sys));
 	if (IS("daemon", "log_level")) {

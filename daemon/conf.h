@@ -30,6 +30,11 @@ struct wbg_config {
 	int log_level;
 	char state_dir[256];
 	char proc_sys[256]; /* where vm.dirty_expire_centisecs lives: <proc_sys>/vm/... */
+	/* The host's root seen from here ("" = this is the host): in a
+	 * container with the host's PID namespace, /proc/1/root. The mount
+	 * table is then PID 1's, and mount points, device nodes, debugfs and
+	 * tracefs are opened below it. */
+	char host_root[256];
 	char scratch_cgroup[256]; /* "" = pick at start (own delegated subtree or root) */
 	/* [flush] */
 	bool flush;      /* flush for removed cgroups at all (no: the boost alone) */

@@ -100,11 +100,19 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		if (devs[i].kind == WBG_DEV_BDEV) {
 			if (!cfg->flush_bdev)
 				continue;
+			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
 			const char *node = blockdevs_node(bdevs, dev);
 
-			if (!node)
+			/* A mounted filesystem's device: syncfs writes its
+			 * mapping too (sync_filesystem() ends in
+			 * sync_blockdev()), and needs no device node, which a
+			 * container may not open. */
+			if (m && fstype_has_writeback(m->fstype))
+				r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
+			else if (!node)
 				continue; /* no node for it (gone): nothing to open */
-			r = add_target(p, dev, FLUSH_BDEV, NULL, node, cfg, &t);
+			else
+				r = add_target(p, dev, FLUSH_BDEV, NULL, node, cfg, &t);
 		} else {
 			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
 
@@ -295,8 +303,14 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 		h->n_pending--;
 	if (!h->t_first_flush || (j->started_usec && j->started_usec < h->t_first_flush))
 		h->t_first_flush = j->started_usec;
-	if (j->result < 0)
+	if (j->result < 0) {
 		h->n_failed++;
+		/* the reason a failed target was not written, for the record */
+		h->reason = j->kind == FLUSH_BDEV && (j->result == -EPERM || j->result == -EACCES)
+				    ? "a block device node could not be opened (a container's device cgroup refuses it)"
+			    : j->result == -ETIMEDOUT ? "a target timed out"
+						      : "a target failed (see the log)";
+	}
 	h->inodes_synced += j->stats.inodes_synced;
 	h->inodes_gone += j->stats.inodes_gone;
 	h->device_bytes += j->device_bytes;

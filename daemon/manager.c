@@ -757,13 +757,29 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	return 0;
 }
 
+/* Our mount table, or the host's (PID 1's) when we run in a container. */
+static const char *mountinfo_path(const struct manager *m)
+{
+	return m->cfg.host_root[0] ? "/proc/1/mountinfo" : "/proc/self/mountinfo";
+}
+
+/* A host path (/dev, /sys/kernel/debug) as reachable from here. */
+static char *host_path(const struct manager *m, const char *path)
+{
+	char *p;
+
+	return asprintf(&p, "%s%s", m->cfg.host_root, path) < 0 ? NULL : p;
+}
+
 static int reload_mounts(struct manager *m)
 {
 	struct wbg_mounts n;
-	int r = mountinfo_read("/proc/self/mountinfo", &n);
+	int r = mountinfo_read(mountinfo_path(m), &n);
 
+	if (r >= 0)
+		r = mountinfo_prefix(&n, m->cfg.host_root);
 	if (r < 0)
-		return log_error_errno(r, "Cannot read /proc/self/mountinfo");
+		return log_error_errno(r, "Cannot read %s", mountinfo_path(m));
 	mountinfo_free(&m->mounts);
 	m->mounts = n;
 	return 0;
@@ -796,9 +812,12 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 static int start_uevents(struct manager *m)
 {
+	_cleanup_free_ char *dev = host_path(m, "/dev");
 	int r;
 
-	r = blockdevs_init(&m->bdevs, "/sys/dev/block", "/dev");
+	if (!dev)
+		return log_oom();
+	r = blockdevs_init(&m->bdevs, "/sys/dev/block", dev);
 	if (r < 0)
 		log_warning_errno(r, "Cannot list block devices in /sys/dev/block");
 	m->uevent_sock = nl_socket_alloc();
@@ -997,9 +1016,8 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 		hist_init(&m->flush_duration, duration, ELEMENTSOF(duration));
 	}
 	m->config_path = strdup(config_path);
-	m->debugfs = strdup("/sys/kernel/debug");
 	m->control_fd = -EBADF;
-	if (!m->config_path || !m->debugfs || departed_init(&m->departed, WBG_STATS_CGROUPS_MAX) < 0 ||
+	if (!m->config_path || departed_init(&m->departed, WBG_STATS_CGROUPS_MAX) < 0 ||
 	    containers_init(&m->containers, WBG_CONTAINERS_MAX) < 0) {
 		manager_free(m);
 		return log_oom();
@@ -1013,6 +1031,11 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 		snprintf(m->cfg.cgroup_root, sizeof(m->cfg.cgroup_root), "%s", cgroup_root_override);
 	if (no_bpf)
 		m->cfg.bpf = false;
+	m->debugfs = host_path(m, "/sys/kernel/debug");
+	if (!m->debugfs) {
+		manager_free(m);
+		return log_oom();
+	}
 	log_set_max_level(m->cfg.log_level);
 	*ret = m;
 	return 0;
@@ -1020,6 +1043,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 
 int manager_start(struct manager *m)
 {
+	_cleanup_free_ char *tracing = NULL;
 	char path[PATH_MAX];
 	int r;
 
@@ -1037,13 +1061,18 @@ int manager_start(struct manager *m)
 	(void)sd_event_add_signal(m->event, NULL, SIGHUP, on_signal, m);
 	(void)sd_event_set_watchdog(m->event, true);
 
+	tracing = host_path(m, "/sys/kernel/tracing");
+	if (!tracing)
+		return log_oom();
+	if (m->cfg.host_root[0])
+		wbg_bpf_set_tracefs(tracing);
 	if (m->cfg.bpf) {
 		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, &m->bpf);
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
-	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
+	evidence_read_static("/proc/kallsyms", tracing,
 			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &m->evidence);
 	m->dying_wb = m->bdev_flush = _WBG_VERDICT_MAX; /* so the first refresh logs */
 	manager_refresh_verdict(m);
@@ -1051,7 +1080,7 @@ int manager_start(struct manager *m)
 	r = reload_mounts(m);
 	if (r < 0)
 		return r;
-	m->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	m->mountinfo_fd = open(mountinfo_path(m), O_RDONLY | O_CLOEXEC);
 	if (m->mountinfo_fd >= 0)
 		(void)sd_event_add_io(m->event, &m->mountinfo_source, m->mountinfo_fd, EPOLLPRI, on_mountinfo, m);
 
@@ -1065,7 +1094,16 @@ int manager_start(struct manager *m)
 		return log_error_errno(r, "Cannot watch the flush pool");
 
 	if (m->cfg.scratch_cycle) {
-		r = scratch_open(m->cfg.cgroup_root, m->cfg.scratch_cgroup, &m->scratch);
+		const char *parent = NULL;
+
+		/* the first watched subtree that exists: writable without
+		 * CAP_DAC_OVERRIDE, unlike the root */
+		for (unsigned i = 0; i < m->cfg.n_roots && !parent; i++) {
+			snprintf(path, sizeof(path), "%s/%s", m->cfg.cgroup_root, m->cfg.roots[i]);
+			if (*m->cfg.roots[i] && access(path, F_OK) == 0)
+				parent = m->cfg.roots[i];
+		}
+		r = scratch_open(m->cfg.cgroup_root, m->cfg.scratch_cgroup, parent, &m->scratch);
 		if (r < 0)
 			log_warning_errno(r, "No scratch cgroup: the kernel's offline-wb cleanup will not be re-run");
 	}

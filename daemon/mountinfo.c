@@ -133,3 +133,18 @@ const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev
 	}
 	return any;
 }
+
+int mountinfo_prefix(struct wbg_mounts *m, const char *prefix)
+{
+	if (!prefix || !*prefix)
+		return 0;
+	for (size_t i = 0; i < m->n; i++) {
+		char *t;
+
+		if (asprintf(&t, "%s%s", prefix, strcmp(m->v[i].target, "/") == 0 ? "" : m->v[i].target) < 0)
+			return -ENOMEM;
+		free(m->v[i].target);
+		m->v[i].target = t;
+	}
+	return 0;
+}

@@ -21,5 +21,8 @@ struct wbg_mounts {
 int mountinfo_parse(const char *text, struct wbg_mounts *ret);
 int mountinfo_read(const char *path, struct wbg_mounts *ret);
 void mountinfo_free(struct wbg_mounts *m);
+/* Puts prefix (the host's root seen from here, "/proc/1/root") before every
+ * mount point, so that opening one reaches the host's mount. */
+int mountinfo_prefix(struct wbg_mounts *m, const char *prefix);
 /* A mount of the filesystem on dev, the one showing its root if any. */
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev);

@@ -83,7 +83,7 @@ static void remove_children(const char *root, const char *path)
 		}
 }
 
-int scratch_open(const char *root, const char *path, struct wbg_scratch *ret)
+int scratch_open(const char *root, const char *path, const char *parent, struct wbg_scratch *ret)
 {
 	_cleanup_free_ char *picked = NULL;
 	char p[PATH_MAX];
@@ -92,7 +92,9 @@ int scratch_open(const char *root, const char *path, struct wbg_scratch *ret)
 
 	if (!path || !*path) {
 		r = pick_delegated(root, &picked);
-		if (r < 0)
+		if (r < 0 && parent && *parent)
+			r = asprintf(&picked, "%s/wbguard.scratch", parent) < 0 ? -ENOMEM : 0;
+		else if (r < 0)
 			picked = strdup("wbguard.scratch");
 		if (!picked)
 			return -ENOMEM;

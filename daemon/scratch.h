@@ -19,8 +19,10 @@ struct wbg_scratch {
 
 /* path: relative to root; "" picks one: a "scratch" child of our own cgroup
  * when systemd delegated it to us (trusted.delegate), else
- * "wbguard.scratch" at the root. */
-int scratch_open(const char *root, const char *path, struct wbg_scratch *ret);
+ * "wbguard.scratch" below parent (relative to root; NULL or "": the root
+ * itself). The cgroupfs root directory is mode 0555, so a child there needs
+ * CAP_DAC_OVERRIDE; one below a subtree we watch (kubepods.slice) does not. */
+int scratch_open(const char *root, const char *path, const char *parent, struct wbg_scratch *ret);
 /* mkdir + rmdir of an empty child memcg. */
 int scratch_cycle(const struct wbg_scratch *s, uint64_t seq);
 void scratch_close(struct wbg_scratch *s);

@@ -27,6 +27,11 @@ int main(void)
 	CHECK(e && strcmp(e->target, "/mnt/with space") == 0, "octal escapes undone");
 	CHECK(mountinfo_find_dev(&m, makedev(8, 1)) == NULL, "line without separator ignored");
 	CHECK(mountinfo_find_dev(&m, makedev(1, 1)) == NULL, "unknown device");
+	CHECK(mountinfo_prefix(&m, "/proc/1/root") == 0, "prefix");
+	e = mountinfo_find_dev(&m, makedev(254, 0));
+	CHECK(e && strcmp(e->target, "/proc/1/root/mnt/ext4") == 0, "a mount point below the host's root");
+	CHECK(strcmp(m.v[0].target, "/proc/1/root") == 0, "'/' becomes the host's root itself");
+	CHECK(mountinfo_prefix(&m, "") == 0 && strcmp(m.v[0].target, "/proc/1/root") == 0, "an empty prefix changes nothing");
 	mountinfo_free(&m);
 	CHECK(mountinfo_parse("", &m) == 0 && m.n == 0, "empty text");
 	mountinfo_free(&m);

@@ -1,0 +1,145 @@
+# vm: --kernel stock --disks ext4
+# units/kubernetes/daemonset.yaml's pod, run by crun as a kubelet's runtime
+# would run it (tests/vm/pod-to-oci: its host namespaces, command,
+# capabilities, read-only root and volumes, nothing else), does the whole
+# job on the host from inside: BPF, a handover of a pod's cgroup (files on a
+# host filesystem it cannot see in its own mount namespace), the scratch
+# cycle, the dying-wb check, raw block-device writes (whose node a pod may
+# not open: counted with that reason), the OCI hook
+# on the host registering through the hostPath socket, the sysctl, restored
+# at SIGTERM. Then again without each capability and without the hostPath:
+# each must break something, or the manifest asks for more than it needs.
+. "$WBG_TOP/tests/vm/lib.sh"
+manifest=$WBG_TOP/units/kubernetes/daemonset.yaml
+sysctl=/proc/sys/vm/dirty_expire_centisecs
+admin=$(cat $sysctl)
+check "the manifests parse as YAML with the expected kinds" python3 -c "
+import yaml, sys
+kinds = sorted(d['kind'] for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d)
+assert kinds == ['ConfigMap', 'DaemonSet', 'PrometheusRule', 'ServiceAccount'], kinds
+" "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/prometheusrule.yaml"
+# The image's binaries where the Containerfile puts them.
+install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
+mkdir -p /etc/wbguard
+caps=$(python3 -c "import yaml; d=[x for x in yaml.safe_load_all(open('$manifest')) if x and x['kind']=='DaemonSet'][0]; print(' '.join(d['spec']['template']['spec']['containers'][0]['securityContext']['capabilities']['add']))")
+echo "# manifest capabilities: $caps"
+# A test-only policy: pods named g* hold the sysctl (global mechanism).
+extra='[policy "kubepods.slice/g*"]
+dirty_expire = 2s
+mechanism = global'
+mkdir -p /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/wbgds
+echo +memory >/sys/fs/cgroup/kubepods.slice/cgroup.subtree_control
+truncate -s 64M /mnt/ext4/loop.img
+loop=$(losetup -f --show /mnt/ext4/loop.img)
+dirty() { awk '$1 == "Dirty:" {print $2}' /proc/meminfo; }
+
+# pod_cgroup NAME CMD: runs CMD in kubepods.slice/NAME, removes it, prints
+# wbguardd's record of it.
+pod_cgroup() {
+	local cg=kubepods.slice/$1 i rec
+	mkdir -p /sys/fs/cgroup/$cg
+	sh -c "echo \$\$ >/sys/fs/cgroup/$cg/cgroup.procs; $2"
+	sleep 1
+	rmdir /sys/fs/cgroup/$cg
+	i=0
+	while ! grep -q "\"cgroup\":\"$cg\"" /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	rec=$(grep "\"cgroup\":\"$cg\"" /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
+	echo "# $1: $rec" >&2
+	echo "$rec"
+}
+
+# scenario NAME: what the pod must do, each part adding "what=ok|FAIL" to
+# $res; with QUICK set, it stops at the first failure.
+quick_stop() { [ -n "${QUICK:-}" ] && echo "$res" | grep -q FAIL; }
+scenario() {
+	local name=$1 i attached rec
+	i=0
+	while ! grep -q '^Watching' /wbg-out/pod-$name.log && [ $i -lt 300 ]; do
+		[ "$(crun state wbguard-$name 2>/dev/null | jq -r .status)" = running ] || break
+		sleep 0.1; i=$((i + 1))
+	done
+	grep -q '^Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
+	quick_stop && return
+	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name.prom
+	attached=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-$name.prom)
+	echo "# $name: $attached BPF programs attached" >&2
+	[ "${attached:-0}" -ge "${FULL_ATTACHED:-1}" ] && res="$res bpf=ok" || res="$res bpf=FAIL"
+	quick_stop && return
+	# the OCI hook on the host, at createRuntime of a pod's container
+	mkdir -p /sys/fs/cgroup/kubepods.slice/h-$name /tmp/hb-$name
+	sh -c "echo \$\$ >/sys/fs/cgroup/kubepods.slice/h-$name/cgroup.procs; exec sleep 60" &
+	hp=$!
+	sleep 0.3
+	jq -n --arg cg /kubepods.slice/h-$name '{ociVersion: "1.0.2", linux: {cgroupsPath: $cg}, mounts: [],
+		annotations: {"io.kubernetes.pod.name": "web-0", "io.kubernetes.pod.namespace": "shop", "io.kubernetes.container.name": "app"}}' \
+		>/tmp/hb-$name/config.json
+	jq -n --arg b /tmp/hb-$name --argjson pid $hp '{ociVersion: "1.0.2", id: "c-'$name'", status: "creating", pid: $pid, bundle: $b}' |
+		"$WBG_BUILD/hooks/wbguard-oci-hook" 2>/wbg-out/pod-$name-hook.txt
+	grep -q "registered with wbguardd" /wbg-out/pod-$name-hook.txt && res="$res hook=ok" || res="$res hook=FAIL"
+	kill $hp; wait $hp 2>/dev/null
+	quick_stop && return
+	# a global pod: the host's sysctl
+	mkdir -p /sys/fs/cgroup/kubepods.slice/g-$name
+	sh -c "echo \$\$ >/sys/fs/cgroup/kubepods.slice/g-$name/cgroup.procs; exec sleep 60" &
+	g=$!
+	sleep 1
+	[ "$(cat $sysctl)" = 200 ] && res="$res sysctl=ok" || res="$res sysctl=FAIL"
+	quick_stop && return
+	# a pod's cgroup dirties files on a host filesystem the pod cannot see
+	# in its own mount namespace, exits, is removed
+	rec=$(pod_cgroup p-$name "dd if=/dev/zero of=/mnt/ext4/ds-$name bs=1M count=8 status=none")
+	[ "$(echo "$rec" | jq -r .outcome)" = flushed ] && [ "$(echo "$rec" | jq '[.target_list[] | select(.fstype == "ext4")] | length')" -ge 1 ] &&
+		res="$res flush=ok" || res="$res flush=FAIL"
+	[ "$(echo "$rec" | jq -r .cleanup_rerun)" = true ] && res="$res scratch=ok" || res="$res scratch=FAIL"
+	[ "$(echo "$rec" | jq -r .dying_wb_clean)" = true ] && res="$res wbstats=ok" || res="$res wbstats=FAIL"
+	quick_stop && return
+	# raw writes to a block device no filesystem is mounted on (held open
+	# elsewhere, so its last close does not write them): its node is what
+	# the pod's device cgroup refuses; counted with that reason
+	sleep 60 <$loop &
+	holder=$!
+	rec=$(pod_cgroup r-$name "dd if=/dev/zero of=$loop bs=1M count=8 status=none")
+	kill $holder; wait $holder 2>/dev/null
+	echo "$rec" | jq -r .reason | grep -q "device cgroup" && res="$res bdev-reason=ok" || res="$res bdev-reason=FAIL"
+}
+
+# run_pod NAME [pod-to-oci options]: starts the pod, runs the scenario, stops
+# it (SIGTERM: the sysctl must be restored); prints the "what=ok|FAIL" words.
+run_pod() {
+	local name=$1 b=/tmp/ds-$1 i res="" hp="" g=""
+	shift
+	rm -rf "$b" /run/wbguard/handovers.jsonl
+	mkdir -p "$b"
+	"$WBG_TOP/tests/vm/pod-to-oci" "$manifest" "$b" --extra-conf "$extra" "$@" || { echo "setup=FAIL"; return; }
+	(cd "$b" && crun run -d wbguard-$name </dev/null >/wbg-out/pod-$name.log 2>&1)
+	scenario $name
+	crun kill wbguard-$name TERM 2>/dev/null
+	i=0; while [ "$(crun state wbguard-$name 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -n "${QUICK:-}" ] || { [ "$(cat $sysctl)" = "$admin" ] && res="$res restore=ok" || res="$res restore=FAIL"; }
+	crun delete -f wbguard-$name 2>/dev/null
+	[ -n "$g" ] && { kill $g; wait $g 2>/dev/null; }
+	rmdir /sys/fs/cgroup/kubepods.slice/g-$name /sys/fs/cgroup/kubepods.slice/h-$name 2>/dev/null
+	echo "$admin" >$sysctl
+	echo "$res" | tee /wbg-out/pod-$name.txt
+}
+
+full=$(run_pod full 2>>/wbg-out/notes.txt)
+FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
+echo "# with the manifest as it is: $full"
+for w in start bpf hook sysctl flush scratch wbstats bdev-reason restore; do
+	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
+done
+sed 's/^/#/' /wbg-out/notes.txt; : >/wbg-out/notes.txt
+# Taking one away, the first thing that breaks is enough.
+QUICK=1
+for c in $caps; do
+	r=$(run_pod "no-$c" --drop-cap "$c" 2>>/wbg-out/notes.txt)
+	broken=$(echo "$r" | tr ' ' '\n' | sed -n 's/=FAIL$//p' | tr '\n' ' ')
+	echo "# without CAP_$c: broken: ${broken:-nothing}"
+	check "CAP_$c is needed (something breaks without it)" test -n "$broken"
+done
+r=$(run_pod no-run --drop-volume run 2>>/wbg-out/notes.txt)
+broken=$(echo "$r" | tr ' ' '\n' | sed -n 's/=FAIL$//p' | tr '\n' ' ')
+echo "# without the hostPath /run/wbguard: broken: ${broken:-nothing}"
+check "the hostPath /run/wbguard is needed (the hook cannot reach the daemon without it)" sh -c "echo '$broken' | grep -q hook"
+losetup -d "$loop"
