@@ -72,6 +72,14 @@ check "list: crun's container with CRI-O's pod names" \
 	test "$(jq -r '.[] | select(.cgroup == "wbgtest/hook-crun") | "\(.namespace)/\(.pod)/\(.container) \(.container_id)"' /wbg-out/list-crun.json)" = "shop/web-0/app hook-crun"
 check "list: runc's container with containerd's pod names" \
 	test "$(jq -r '.[] | select(.cgroup == "wbgtest/hook-runc") | "\(.namespace)/\(.pod)/\(.container)"' /wbg-out/list-runc.json)" = "store/db-1/pg"
+# The kernel's per-cgroup series (here: inodes switched off the removed
+# cgroups' wbs by the cleanup) join cAdvisor's: id, and pod, namespace,
+# container from the registration.
+curl -sf http://127.0.0.1:9573/metrics >/wbg-out/metrics.txt
+grep '^wbguard_cgroup_[a-z_]*{id="/wbgtest/hook-' /wbg-out/metrics.txt | sed 's/^/# /'
+check "per-cgroup series of the registered containers carry their pod labels" sh -c \
+	"grep -q '^wbguard_cgroup_[a-z_]*{id=\"/wbgtest/hook-[a-z]*\",pod=\"\(web-0\|db-1\)\",namespace=\"\(shop\|store\)\",container=\"\(app\|pg\)\"' /wbg-out/metrics.txt &&
+	 ! grep '^wbguard_cgroup_[a-z_]*{id=\"/wbgtest/hook-' /wbg-out/metrics.txt | grep -qv ',pod=\"'"
 $ctl handovers --json >/wbg-out/handovers.json
 for rt in crun runc; do
 	id=$(sed -n "s/.*container hook-$rt: wbguardd handover \([0-9]*\).*/\1/p" /wbg-out/hook.log | tail -1)
