@@ -11,14 +11,12 @@
 
 #include "bpf-counters.h"
 #include "cgroup-util.h"
+#include "control-client.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
 #include "metrics-http.h"
 
-#define BUS_NAME "io.wbguard1"
-#define BUS_PATH "/io/wbguard1"
-#define BUS_IFACE "io.wbguard1.Manager"
 
 static int check_root(sd_bus_message *msg, sd_bus_error *error)
 {
@@ -320,7 +318,7 @@ static const sd_bus_vtable manager_vtable[] = {
 
 int manager_bus_add_objects(struct manager *m, sd_bus *bus)
 {
-	return sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_IFACE, manager_vtable, m);
+	return sd_bus_add_object_vtable(bus, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, manager_vtable, m);
 }
 
 static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
@@ -329,12 +327,12 @@ static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_erro
 	const sd_bus_error *e = sd_bus_message_get_error(reply);
 
 	if (e) {
-		log_notice("Cannot own %s on the system bus (%s); the control socket still serves the API", BUS_NAME,
+		log_notice("Cannot own %s on the system bus (%s); the control socket still serves the API", WBG_BUS_NAME,
 			   e->message);
 		return 0;
 	}
 	m->bus_name_owned = true;
-	log_info("Serving the control API as %s on the system bus", BUS_NAME);
+	log_info("Serving the control API as %s on the system bus", WBG_BUS_NAME);
 	return 0;
 }
 
@@ -345,7 +343,7 @@ void manager_bus_request_name(struct manager *m)
 	m->bus_name_owned = false;
 	r = manager_bus_add_objects(m, m->bus);
 	if (r >= 0)
-		r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, on_name, m);
+		r = sd_bus_request_name_async(m->bus, NULL, WBG_BUS_NAME, 0, on_name, m);
 	if (r < 0)
 		log_warning_errno(r, "Cannot offer the control API on the system bus");
 }

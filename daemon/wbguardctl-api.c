@@ -6,39 +6,25 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
+#include "control-client.h"
 #include "log.h"
 #include "macro.h"
 #include "wbguardctl-api.h"
 
-#define BUS_NAME "io.wbguard1"
-#define BUS_PATH "/io/wbguard1"
-#define BUS_IFACE "io.wbguard1.Manager"
 
 /* Exit status when wbguardd cannot be reached or refuses. */
 #define EXIT_UNREACHABLE 3
 
 static int connect_daemon(const struct ctl_opts *o, sd_bus **ret)
 {
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	char addr[4200];
 	int r;
 
 	if (!o->socket) {
-		r = sd_bus_open_system(&bus);
-		if (r < 0)
-			return log_error_errno(r, "Cannot connect to the system bus");
-	} else {
-		snprintf(addr, sizeof(addr), "unix:path=%s", o->socket);
-		r = sd_bus_new(&bus);
-		if (r >= 0)
-			r = sd_bus_set_address(bus, addr);
-		if (r >= 0)
-			r = sd_bus_start(bus);
-		if (r < 0)
-			return log_error_errno(r, "Cannot reach wbguardd at %s (is it running?)", o->socket);
+		r = sd_bus_open_system(ret);
+		return r < 0 ? log_error_errno(r, "Cannot connect to the system bus") : 0;
 	}
-	*ret = TAKE_PTR(bus);
-	return 0;
+	r = control_connect(o->socket, ret);
+	return r < 0 ? log_error_errno(r, "Cannot reach wbguardd at %s (is it running?)", o->socket) : 0;
 }
 
 static int call(const struct ctl_opts *o, sd_bus *bus, const char *method, uint64_t timeout_usec,
@@ -49,7 +35,7 @@ static int call(const struct ctl_opts *o, sd_bus *bus, const char *method, uint6
 	va_list ap;
 	int r;
 
-	r = sd_bus_message_new_method_call(bus, &req, o->socket ? NULL : BUS_NAME, BUS_PATH, BUS_IFACE, method);
+	r = sd_bus_message_new_method_call(bus, &req, o->socket ? NULL : WBG_BUS_NAME, WBG_BUS_PATH, WBG_BUS_IFACE, method);
 	if (r >= 0 && types) {
 		va_start(ap, types);
 		r = sd_bus_message_appendv(req, types, ap);

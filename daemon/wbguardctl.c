@@ -17,6 +17,7 @@
 #include "log.h"
 #include "parse-util.h"
 #include "verify.h"
+#include "control-client.h"
 #include "wbguardctl-api.h"
 
 static volatile int stop;
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
 		{},
 	};
 	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
-	struct ctl_opts co = { .socket = "/run/wbguard/control" };
+	struct ctl_opts co = { .socket = WBG_CONTROL_SOCKET };
 	double timeout = 0;
 	bool wait = false;
 	uint64_t limit = 0;

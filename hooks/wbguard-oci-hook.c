@@ -36,6 +36,7 @@
 #include <systemd/sd-bus.h>
 
 #include "cgroup-util.h"
+#include "control-client.h"
 #include "log.h"
 #include "macro.h"
 #include "oci.h"
@@ -119,25 +120,7 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 	return flushed;
 }
 
-static const char *arg_socket = "/run/wbguard/control";
-
-static int daemon_connect(sd_bus **ret)
-{
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	char addr[4200];
-	int r;
-
-	snprintf(addr, sizeof(addr), "unix:path=%s", arg_socket);
-	r = sd_bus_new(&bus);
-	if (r >= 0)
-		r = sd_bus_set_address(bus, addr);
-	if (r >= 0)
-		r = sd_bus_start(bus);
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(bus);
-	return 0;
-}
+static const char *arg_socket = WBG_CONTROL_SOCKET;
 
 /* wbguardd writes back what the container's cgroup dirtied and answers when
  * done. Returns 0 when it did (or had nothing to do), < 0 when it is not
@@ -151,10 +134,10 @@ static int daemon_flush(const struct oci_state *s, double timeout)
 	uint64_t id, usec = (uint64_t)(timeout * 1e6);
 	int r;
 
-	r = daemon_connect(&bus);
+	r = control_connect(arg_socket, &bus);
 	if (r < 0)
 		return log_info_errno(r, "container %s: wbguardd not reachable at %s; flushing here", s->id, arg_socket);
-	r = sd_bus_call_method(bus, NULL, "/io/wbguard1", "io.wbguard1.Manager", "FlushContainer", &error, &reply,
+	r = sd_bus_call_method(bus, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, "FlushContainer", &error, &reply,
 			       "st", s->id, usec);
 	if (r < 0) {
 		log_info("container %s: wbguardd: %s; flushing here", s->id, error.message ? error.message : strerror(-r));
@@ -245,12 +228,12 @@ static void daemon_register(const struct oci_state *s, const struct oci_config *
 	sd_bus_error error = SD_BUS_ERROR_NULL;
 	int r;
 
-	r = daemon_connect(&bus);
+	r = control_connect(arg_socket, &bus);
 	if (r < 0) {
 		log_info_errno(r, "container %s: wbguardd not reachable at %s; not registered", s->id, arg_socket);
 		return;
 	}
-	r = sd_bus_message_new_method_call(bus, &req, NULL, "/io/wbguard1", "io.wbguard1.Manager", "RegisterContainer");
+	r = sd_bus_message_new_method_call(bus, &req, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, "RegisterContainer");
 	if (r >= 0)
 		r = sd_bus_message_append(req, "sss", s->id, cgroup, s->bundle);
 	if (r >= 0)
