@@ -37,7 +37,8 @@ struct wbg_bpf {
 
 /* libbpf's own messages go through our log at debug level (warnings at
  * warning), so a failed load explains itself without flooding the journal. */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+								 va_list ap)
 {
 	char buf[512];
 	size_t n;
@@ -398,7 +399,7 @@ static int map_scan(int fd, size_t ksize, size_t vsize, map_cb cb, void *userdat
 
 		r = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL);
 		if (r < 0 && errno != ENOENT) {
-			if (!first || (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP))
+			if (!first || (errno != EINVAL && errno != ENOTSUP /* = EOPNOTSUPP */))
 				return -errno;
 			break; /* no batch ops: walk key by key below */
 		}
@@ -583,7 +584,7 @@ int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
 
 int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e)
 {
-	uint64_t t[_WBG_TOTAL_MAX];
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
 	int r = wbg_bpf_totals(b, t);
 
 	if (r < 0)

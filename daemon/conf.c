@@ -455,8 +455,10 @@ static int parse(struct wbg_config *c, struct parse_ctx *p)
 	r = config_copy(&tmp, c);
 	if (r < 0)
 		return log_oom();
+	/* cppcheck-suppress autoVariables ; p is the caller's, reset below */
 	p->c = &tmp;
 	r = ini_parse_stream(reader, p, handler, p);
+	p->c = NULL;
 	if (r > 0 && !p->error) {
 		/* inih's own syntax error (no '=', unclosed section) */
 		snprintf(p->msg, sizeof(p->msg), "%s:%d: syntax error (expected [section] or key = value)", p->name, r);

@@ -16,7 +16,7 @@ static int cmp_path(const void *a, const void *b)
 int containers_init(struct wbg_containers *t, size_t cap)
 {
 	*t = (struct wbg_containers){ .cap = cap };
-	t->ring = calloc(cap, sizeof(*t->ring));
+	t->ring = calloc(cap, sizeof(*t->ring)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	return t->ring ? 0 : -ENOMEM;
 }
 

@@ -10,7 +10,7 @@
 int departed_init(struct wbg_departed *d, size_t cap)
 {
 	*d = (struct wbg_departed){ .cap = cap };
-	d->ring = calloc(cap, sizeof(*d->ring));
+	d->ring = calloc(cap, sizeof(*d->ring)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	return d->ring ? 0 : -ENOMEM;
 }
 

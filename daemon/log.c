@@ -52,7 +52,7 @@ int log_internal(int level, int error, const char *fmt, ...)
 		if (log_to_journal())
 			fprintf(stderr, "<%d>", level);
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
+		vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start is just above */
 		va_end(ap);
 		if (error)
 			fprintf(stderr, ": %s", strerror(error));

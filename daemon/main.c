@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 		static const char *const levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
 		size_t i;
 
-		for (i = 0; i < ELEMENTSOF(levels) && strcmp(level, levels[i]); i++)
+		for (i = 0; i < ELEMENTSOF(levels) && strcmp(level, levels[i]) != 0; i++)
 			;
 		if (i == ELEMENTSOF(levels)) {
 			log_error("--log-level: unknown level '%s'", level);

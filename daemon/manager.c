@@ -1188,7 +1188,7 @@ struct manager *manager_free(struct manager *m)
 	blockdevs_done(&m->bdevs);
 	/* Handovers still open are recorded as they stand, not dropped. */
 	{
-		struct wbg_handover **v = calloc(m->next_handover_id + 1, sizeof(*v)), **p = v;
+		struct wbg_handover **v = calloc(m->next_handover_id + 1, sizeof(*v)), **p = v; /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
 		if (v) {
 			twalk_r(m->active, collect_active, &p);

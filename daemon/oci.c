@@ -269,6 +269,7 @@ static int append_slice(char *buf, size_t size, size_t *n, const char *slice, si
 				return -ENAMETOOLONG;
 			memcpy(part, slice, i);
 			memcpy(part + i, suffix, sl);
+			part[i + sl] = 0;
 			r = append(buf, size, n, part, i + sl);
 			if (r < 0)
 				return r;

@@ -92,9 +92,10 @@ int scratch_open(const char *root, const char *path, const char *parent, struct 
 
 	if (!path || !*path) {
 		r = pick_delegated(root, &picked);
-		if (r < 0 && parent && *parent)
-			r = asprintf(&picked, "%s/wbguard.scratch", parent) < 0 ? -ENOMEM : 0;
-		else if (r < 0)
+		if (r < 0 && parent && *parent) {
+			if (asprintf(&picked, "%s/wbguard.scratch", parent) < 0)
+				picked = NULL;
+		} else if (r < 0)
 			picked = strdup("wbguard.scratch");
 		if (!picked)
 			return -ENOMEM;

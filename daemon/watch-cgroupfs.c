@@ -266,7 +266,7 @@ static void collect_unseen(struct wbg_cgroup *c, void *userdata)
 	if (c->seen == s->gen)
 		return;
 	if (s->n == s->cap) {
-		struct wbg_cgroup **v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v));
+		struct wbg_cgroup **v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
 		if (!v)
 			return;

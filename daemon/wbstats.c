@@ -33,9 +33,14 @@ int wbstats_parse(const char *text, struct wbg_wb_stat **ret, size_t *ret_n)
 		if (strcmp(key, "state") == 0)
 			base = 16;
 		{
-			const char *val = strchr(line, ':') + 1;
+			const char *colon = strchr(line, ':'), *val;
 			char *end;
 
+			/* a key of 31 characters without its ':' (sscanf's
+			 * count does not say the literal matched) */
+			if (!colon)
+				continue;
+			val = colon + 1;
 			errno = 0;
 			x = strtoull(val, &end, base);
 			if (errno || end == val)

@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="
-meson ninja-build gcc clang llvm pkg-config
+meson ninja-build gcc clang llvm pkg-config clang-tidy cppcheck
 bpftool libbpf-dev libelf-dev zlib1g-dev
 libsystemd-dev libcgroup-dev libinih-dev libnl-3-dev
 libjson-c-dev libmicrohttpd-dev
