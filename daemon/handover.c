@@ -16,6 +16,7 @@ static const char *const triggers[] = {
 	[WBG_TRIGGER_POPULATED_0] = "populated-0", [WBG_TRIGGER_STOP_JOB] = "job",
 	[WBG_TRIGGER_REMOVED] = "removed",	   [WBG_TRIGGER_RESCAN] = "rescan",
 	[WBG_TRIGGER_API] = "api",		   [WBG_TRIGGER_RMDIR_BPF] = "rmdir-bpf",
+	[WBG_TRIGGER_RECOVERED] = "recovered",
 };
 
 static const char *const outcomes[] = {
@@ -167,6 +168,32 @@ static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mount
 			return r;
 	}
 	p->source = "mounts";
+	return 0;
+}
+
+int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
+			   const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
+{
+	struct wbg_plan p = { 0 };
+	struct wbg_plan_target *t;
+	int r = 0;
+
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		const struct wbg_mount *m = mountinfo_find_dev(mounts, devs[i]);
+		const char *node = bdev[i] ? blockdevs_node(bdevs, devs[i]) : NULL;
+
+		if (m && fstype_has_writeback(m->fstype))
+			r = add_target(&p, devs[i], FLUSH_FS, m, NULL, cfg, &t);
+		else if (node)
+			r = add_target(&p, devs[i], FLUSH_BDEV, NULL, node, cfg, &t);
+		/* else: unmounted or detached since: nothing left to write */
+	}
+	if (r < 0) {
+		plan_free(&p);
+		return r;
+	}
+	p.source = "recorded";
+	*ret = p;
 	return 0;
 }
 

@@ -31,6 +31,7 @@ enum wbg_trigger {
 	WBG_TRIGGER_RESCAN,
 	WBG_TRIGGER_API,
 	WBG_TRIGGER_RMDIR_BPF, /* a removal only the cgroup_rmdir tracepoint saw */
+	WBG_TRIGGER_RECOVERED, /* in flight when the previous wbguardd was killed */
 	_WBG_TRIGGER_MAX,
 };
 
@@ -84,6 +85,7 @@ struct wbg_handover {
 	bool removed_before_flushed; /* rmdir came while the flush was running */
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
+	bool pending_saved;          /* its pending-<id>.json is on disk */
 	struct {
 		unsigned major, minor;
 		char fstype[32];
@@ -96,6 +98,10 @@ struct wbg_handover {
  * nodes by number; bpf may be NULL. */
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret);
+/* The targets a handover interrupted by a restart had recorded
+ * (pending.h): filesystems by device, block devices by node. */
+int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
+			   const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret);
 /* Without BPF, when the cgroup's processes were seen: only the filesystems
  * their mount namespace had (ns_devs), else every one. */
 int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const dev_t *ns_devs,

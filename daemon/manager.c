@@ -27,6 +27,7 @@
 #include "manager.h"
 #include "metrics-http.h"
 #include "oci.h"
+#include "pending.h"
 #include "watch-systemd.h"
 #include "wbstats.h"
 
@@ -183,6 +184,8 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	sd_event_source_disable_unref(h->timeout_source);
 	sd_event_source_disable_unref(h->verify_source);
 	tdelete(h, &m->active, cmp_leading_u64);
+	if (h->pending_saved)
+		pending_drop(m->cfg.state_dir, h->id);
 	m->handovers[h->trigger][h->outcome]++;
 	expiry_handover_ended(m, h);
 	reply_waiters(m, h);
@@ -273,6 +276,27 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* On disk while its flush runs, so that a restart redoes it (pending.h). A
+ * failure costs only that: logged at debug level. */
+static void save_pending(struct manager *m, struct wbg_handover *h, const struct wbg_plan *plan)
+{
+	_cleanup_free_ dev_t *devs = calloc(plan->n + 1, sizeof(*devs));
+	_cleanup_free_ bool *bdev = calloc(plan->n + 1, sizeof(*bdev));
+	int r;
+
+	if (h->pending_saved || !devs || !bdev)
+		return;
+	for (size_t i = 0; i < plan->n; i++) {
+		devs[i] = plan->t[i].dev;
+		bdev[i] = plan->t[i].kind == FLUSH_BDEV;
+	}
+	r = pending_save(m->cfg.state_dir, h->id, h->path, h->cgroup_id, devs, bdev, plan->n);
+	if (r < 0)
+		log_debug_errno(r, "Cannot record handover %" PRIu64 " as pending in %s", h->id, m->cfg.state_dir);
+	else
+		h->pending_saved = true;
+}
+
 static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_plan *plan)
 {
 	int r;
@@ -301,6 +325,7 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 		else
 			h->n_fs++;
 	}
+	save_pending(m, h, plan);
 	return 0;
 }
 
@@ -847,6 +872,52 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 	return 0;
 }
 
+/* Handovers a killed wbguardd left in flight: their cgroups may still be
+ * dying with data dirty, and nothing else would say so now. Flushed again,
+ * then the cleanup cycle, like any removal. */
+static int recover_pending(struct manager *m)
+{
+	struct wbg_pending *v = NULL;
+	size_t n = 0;
+	int r = pending_load(m->cfg.state_dir, &v, &n);
+
+	if (r < 0)
+		return r == -ENOMEM ? log_oom() : log_warning_errno(r, "Cannot read %s", m->cfg.state_dir);
+	for (size_t i = 0; i < n; i++) {
+		struct wbg_handover *h = handover_new(++m->next_handover_id, v[i].cgroup_id, v[i].path,
+						      WBG_TRIGGER_RECOVERED, now_usec(m));
+		struct wbg_plan plan = { 0 };
+
+		pending_drop(m->cfg.state_dir, v[i].id);
+		if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
+			handover_free(h);
+			pending_free(v, n);
+			free(v);
+			return log_oom();
+		}
+		h->owner = m;
+		h->t_removed = h->t_trigger;
+		log_notice("Handover %" PRIu64 " of %s was in flight when the previous wbguardd stopped; flushing its %zu "
+			   "targets again as handover %" PRIu64,
+			   v[i].id, v[i].path, v[i].n, h->id);
+		r = handover_plan_recorded(&m->cfg, &m->mounts, &m->bdevs, v[i].devs, v[i].bdev, v[i].n, &plan);
+		if (r >= 0 && plan.n > 0)
+			r = submit_plan(m, h, &plan);
+		plan_free(&plan);
+		if (h->n_pending == 0) {
+			h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+			h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
+			retire(m, h);
+			continue;
+		}
+		(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+						 m->cfg.timeout_usec, 0, on_timeout, h);
+	}
+	pending_free(v, n);
+	free(v);
+	return 0;
+}
+
 int manager_reload(struct manager *m)
 {
 	struct wbg_config c;
@@ -1119,6 +1190,9 @@ int manager_start(struct manager *m)
 	if (!m->records)
 		log_warning_errno(errno, "Cannot open %s; handover records go to the log only", path);
 
+	r = recover_pending(m);
+	if (r == -ENOMEM)
+		return r;
 	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
 	if (r < 0)
 		return r;
@@ -1193,8 +1267,10 @@ struct manager *manager_free(struct manager *m)
 		if (v) {
 			twalk_r(m->active, collect_active, &p);
 			for (struct wbg_handover **q = v; q < p; q++) {
-				if ((*q)->n_pending)
+				if ((*q)->n_pending) {
 					(*q)->reason = "daemon stopped during the flush";
+					(*q)->pending_saved = false; /* kept: the next start redoes it */
+				}
 				retire(m, *q);
 			}
 			free(v);

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pending.h"
+#include "tap.h"
+
+int main(void)
+{
+	char dir[] = "/tmp/wbg-pending-XXXXXX", p[256];
+	dev_t devs[] = { makedev(253, 0), makedev(7, 1) };
+	bool bdev[] = { false, true };
+	struct wbg_pending *v = NULL;
+	size_t n = 99;
+	FILE *f;
+
+	log_set_max_level(-1);
+	if (!mkdtemp(dir))
+		return 1;
+	CHECK(pending_load(dir, &v, &n) == 0 && n == 0, "an empty directory: nothing pending");
+	CHECK(pending_save(dir, 7, "kubepods.slice/p 1\n", 4242, devs, bdev, 2) == 0, "save");
+	CHECK(pending_save(dir, 8, "x", 1, NULL, NULL, 0) == 0, "save one without targets");
+	snprintf(p, sizeof(p), "%s/pending-9.json", dir);
+	f = fopen(p, "w");
+	fputs("{\"id\": 9, \"cgroup\": ", f); /* a write cut short */
+	fclose(f);
+	CHECK(pending_load(dir, &v, &n) == 0 && n == 2, "load: two records, the truncated one skipped (%zu)", n);
+	CHECK(access(p, F_OK) != 0, "and the truncated one removed");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].id == 7)
+			CHECK(v[i].cgroup_id == 4242 && strcmp(v[i].path, "kubepods.slice/p 1\n") == 0 && v[i].n == 2 &&
+				      v[i].devs[0] == makedev(253, 0) && !v[i].bdev[0] && v[i].devs[1] == makedev(7, 1) &&
+				      v[i].bdev[1],
+			      "record 7 as saved (odd cgroup name kept)");
+	pending_free(v, n);
+	free(v);
+	pending_drop(dir, 7);
+	pending_drop(dir, 8);
+	CHECK(pending_load(dir, &v, &n) == 0 && n == 0, "dropped: nothing pending");
+	free(v);
+	CHECK(pending_load("/nonexistent/wbg", &v, &n) == 0 && n == 0, "no state directory: nothing pending");
+	rmdir(dir);
+	return tap_done();
+}
