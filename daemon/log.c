@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "log.h"
 
 static int max_level = LOG_INFO;
@@ -44,7 +45,9 @@ int log_to_journal(void)
 int log_internal(int level, int error, const char *fmt, ...)
 {
 	int saved = errno;
+	char *msg = NULL;
 	va_list ap;
+	int k;
 
 	if (error < 0)
 		error = -error;
@@ -52,8 +55,12 @@ int log_internal(int level, int error, const char *fmt, ...)
 		if (log_to_journal())
 			fprintf(stderr, "<%d>", level);
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start is just above */
+		k = vasprintf(&msg, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start is just above */
 		va_end(ap);
+		/* one line per message whatever a cgroup's name holds */
+		if (k >= 0)
+			fputs_escaped(msg, stderr);
+		free(msg);
 		if (error)
 			fprintf(stderr, ": %s", strerror(error));
 		fputc('\n', stderr);

@@ -19,6 +19,7 @@
 #include <systemd/sd-journal.h>
 
 #include "bpf-counters.h"
+#include "escape.h"
 #include "expiry.h"
 #include "cgroup-util.h"
 #include "flush.h"
@@ -151,13 +152,22 @@ static void log_handover(struct manager *m, const struct wbg_handover *h, const 
 
 	if (level > log_get_max_level())
 		return;
+	_cleanup_free_ char *path = NULL, *msg = NULL;
+
 	if (!log_to_journal()) {
 		log_full_errno(level, 0, "handover %" PRIu64 " %s: %s", h->id, h->path, json);
 		return;
 	}
-	(void)sd_journal_send("MESSAGE=handover %" PRIu64 " %s: %s", h->id, h->path, json, "PRIORITY=%d", level,
+	/* as log_internal does: one line whatever the name holds */
+	path = escape_dup(h->path);
+	msg = escape_dup(json);
+	if (!path || !msg) {
+		log_oom();
+		return;
+	}
+	(void)sd_journal_send("MESSAGE=handover %" PRIu64 " %s: %s", h->id, path, msg, "PRIORITY=%d", level,
 			      "SYSLOG_IDENTIFIER=wbguardd", "WBGUARD_HANDOVER_ID=%" PRIu64, h->id,
-			      "WBGUARD_CGROUP=/%s", h->path, "WBGUARD_OUTCOME=%s", wbg_outcome_to_string(h->outcome),
+			      "WBGUARD_CGROUP=/%s", path, "WBGUARD_OUTCOME=%s", wbg_outcome_to_string(h->outcome),
 			      "WBGUARD_TRIGGER=%s", wbg_trigger_to_string(h->trigger), "WBGUARD_POD=%s",
 			      ct && ct->pod ? ct->pod : "", "WBGUARD_NAMESPACE=%s", ct && ct->namespace ? ct->namespace : "",
 			      "WBGUARD_CONTAINER=%s", ct && ct->name ? ct->name : "", "WBGUARD_CONTAINER_ID=%s",

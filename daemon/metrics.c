@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "metrics.h"
 
 void hist_init(struct wbg_hist *h, const double *bounds, unsigned n)
@@ -26,21 +27,6 @@ void hist_observe(struct wbg_hist *h, double v)
 void metric_family(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* Length of the valid UTF-8 sequence at s, 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2 && (s[1] & 0xc0) == 0x80)
-		return 2;
-	if ((s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80)
-		return 3;
-	if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80 &&
-	    (s[3] & 0xc0) == 0x80)
-		return 4;
-	return 0;
 }
 
 void metric_label_value(FILE *f, const char *v)

@@ -183,7 +183,7 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024);
 } rmdir_events SEC(".maps");
 
 /* How many pods have a per-pod expiry (set by user space): with none, the

@@ -91,7 +91,7 @@ struct wbg_cgroup_stats {
 	__u64 switches_from; /* inodes switched away from its wb */
 };
 
-#define WBG_RMDIR_PATH_MAX 256
+#define WBG_RMDIR_PATH_MAX 1024 /* covers kubelet's paths (about 200 bytes) four times over */
 
 enum wbg_life_kind {
 	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
