@@ -32,7 +32,7 @@ def latencies(d, phase, handovers):
         "removals": len(churn["exits"]), "rate": churn["rate"], "errors": churn["errors"],
         "achieved_rate": round(len(churn["exits"]) / churn["elapsed_s"], 1) if churn["elapsed_s"] else None,
         "handovers_missing": missing, "outcomes": outcomes, "triggers": triggers,
-        "exit_to_first_flush_ms": {"median": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat) if lat else None,
+        "exit_to_first_flush_ms": {"median": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99), "max": max(lat) if lat else None,
                                    "n": len(lat)},
     }
 
