@@ -91,7 +91,8 @@ static int cmp_rows(const void *a, const void *b)
 
 void metric_rows_write(FILE *f, const char *name, struct metric_rows *r)
 {
-	qsort(r->v, r->n, sizeof(*r->v), cmp_rows);
+	if (r->n > 0) /* no rows: v is NULL, which qsort may not be given */
+		qsort(r->v, r->n, sizeof(*r->v), cmp_rows);
 	for (size_t i = 0; i < r->n; i++) {
 		double v = r->v[i].v;
 

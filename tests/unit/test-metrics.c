@@ -48,6 +48,10 @@ int main(void)
 	CHECK(strcmp(s, "caf\xc3\xa9/\\\\xff\\\\xfe") == 0, "UTF-8 kept, invalid bytes as \\\\xNN: %s", s);
 	free(s);
 
+	s = render(rows, &r);
+	CHECK(s && *s == 0, "no rows: nothing written (and qsort never sees NULL)");
+	free(s);
+
 	hist_init(&h, b, 3);
 	hist_observe(&h, 0.0005);
 	hist_observe(&h, 0.005);
