@@ -7,10 +7,17 @@
 . "$WBG_TOP/tests/vm/bdev-foreign.sh"
 daemon_start "$WBG_BUILD"
 check "wbguardd starts" test $? = 0
-bdev_foreign_dirty
-check "foreign bdev dirtying set up" test $? = 0
-sleep 11
-scrape_metrics
+# Whether cgroup b goes over its dirty limit (and the kernel makes foreign
+# flushes) depends on timing under TCG: measured 0 in some runs and 31-37 in
+# others with the same build, so the scenario runs up to three times.
+for round in 1 2 3; do
+	bdev_foreign_dirty
+	check "foreign bdev dirtying set up (round $round)" test $? = 0
+	sleep 11
+	scrape_metrics
+	echo "# round $round: bdev flush requests so far: $(metric 'wbguard_kernel_foreign_flush_requests_total{kind="bdev"}')"
+	[ "$(metric 'wbguard_kernel_foreign_flush_requests_total{kind="bdev"}')" -gt 0 ] 2>/dev/null && break
+done
 own=$(metric 'wbguard_kernel_foreign_dirty_total{folio="bdev",path="bdev"}')
 echo "# foreign bdev dirtying on seed 001's path: ${own:-0}; bdev flush requests $(metric 'wbguard_kernel_foreign_flush_requests_total{kind="bdev"}'), bdev flushes $(metric wbguard_kernel_bdev_flushes_total), work items $(metric wbguard_kernel_bdev_flush_work_total)"
 check "foreign bdev dirtying on seed 001's own path" test "${own:-0}" -gt 0
