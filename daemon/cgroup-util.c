@@ -91,6 +91,27 @@ int write_string_file_at(int dirfd, const char *path, const char *s)
 	return (size_t)k == len ? 0 : -EIO;
 }
 
+int write_file_atomic(const char *path, const char *s, bool sync)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(s);
+	int fd, r = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, n) != (ssize_t)n || (sync && fsync(fd) < 0))
+		r = errno ? -errno : -EIO;
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlink(tmp);
+	return r;
+}
+
 static int cg_file(const char *root, const char *path, const char *file, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s/%s%s%s", root, path, *path ? "/" : "", file);

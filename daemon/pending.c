@@ -19,7 +19,7 @@ int pending_save(const char *dir, uint64_t id, const char *path, uint64_t cgroup
 		 const bool *bdev, size_t n)
 {
 	struct json_object *o = json_object_new_object(), *t = json_object_new_array();
-	char p[4096], tmp[4200];
+	char p[4096];
 	int r;
 
 	json_object_object_add(o, "id", json_object_new_uint64(id));
@@ -35,19 +35,9 @@ int pending_save(const char *dir, uint64_t id, const char *path, uint64_t cgroup
 	}
 	json_object_object_add(o, "targets", t);
 	snprintf(p, sizeof(p), "%s/pending-%" PRIu64 ".json", dir, id);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	{
-		_cleanup_fclose_ FILE *f = fopen(tmp, "we");
-
-		r = f && fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), f) >= 0 && fflush(f) == 0
-			    ? 0
-			    : -(errno ? errno : EIO);
-	}
+	/* in /run, per handover: no fsync (a crash of the node empties it anyway) */
+	r = write_file_atomic(p, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), false);
 	json_object_put(o);
-	if (r >= 0 && rename(tmp, p) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
 	return r;
 }
 

@@ -65,9 +65,8 @@ static int write_value(struct wbg_sysctl *k, unsigned v)
 static int save_state(struct wbg_sysctl *k, unsigned written)
 {
 	struct json_object *o = json_object_new_object(), *h = json_object_new_array();
-	char tmp[sizeof(k->state_path) + 8];
-	const char *text;
-	int fd, r = 0;
+	char *text = NULL;
+	int r;
 
 	if (!o || !h) {
 		json_object_put(o);
@@ -86,23 +85,13 @@ static int save_state(struct wbg_sysctl *k, unsigned written)
 	json_object_object_add(o, "written", json_object_new_int64(written));
 	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
 	json_object_object_add(o, "holders", h);
-	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", k->state_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		r = -errno;
-	else {
-		size_t n = strlen(text);
-
-		if (write(fd, text, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
-			r = errno ? -errno : -EIO;
-		close(fd);
-		if (r == 0 && rename(tmp, k->state_path) < 0)
-			r = -errno;
-	}
+	r = asprintf(&text, "%s\n",
+		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0
+		    ? -ENOMEM
+		    : write_file_atomic(k->state_path, text, true);
+	free(text);
 	json_object_put(o);
 	if (r < 0) {
-		(void)unlink(tmp);
 		k->errors++;
 		k->last_error = r;
 		return log_error_errno(r, "Cannot save %s's original value to %s; not changing it", WBG_SYSCTL_NAME,
