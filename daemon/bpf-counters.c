@@ -330,42 +330,16 @@ int wbg_bpf_totals(const struct wbg_bpf *b, uint64_t ret[_WBG_TOTAL_MAX])
 
 int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id)
 {
-	int fd = bpf_map__fd(b->skel->maps.wbid_results);
-	struct wbg_wbid_key key, next, *prev = NULL;
-
 	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_stats), &cgroup_id);
-	/* Deleting the key just returned restarts the walk at the first key,
-	 * so step past each kept key and delete behind. */
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		if (key.cgroup_id == cgroup_id) {
-			if (bpf_map_delete_elem(fd, &key) < 0 && errno != ENOENT)
-				return -errno;
-			continue; /* prev unchanged: its successor is what follows */
-		}
-		prev = &key;
-	}
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.wbid_results), &cgroup_id);
 	return 0;
 }
 
-int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata)
+const char *wbg_wbid_result_to_string(unsigned r)
 {
-	int fd = bpf_map__fd(b->skel->maps.wbid_results);
-	struct wbg_wbid_key key, next;
-	struct wbg_wbid_key *prev = NULL;
-	uint64_t count;
-	int r;
+	static const char *const names[_WBG_WBID_RESULT_MAX] = { "ok", "enoent", "other" };
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &count) < 0)
-			continue; /* evicted between the two calls */
-		r = cb(&key, count, userdata);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return r < _WBG_WBID_RESULT_MAX ? names[r] : "?";
 }
 
 const char *wbg_target_state_to_string(uint32_t s)
@@ -425,6 +399,26 @@ static int map_scan(int fd, size_t ksize, size_t vsize, map_cb cb, void *userdat
 	return 0;
 }
 
+struct wbid_walk {
+	wbg_wbid_cb cb;
+	void *userdata;
+};
+
+static int wbid_cb(const void *key, const void *value, void *userdata)
+{
+	struct wbid_walk *w = userdata;
+
+	return w->cb(*(const __u64 *)key, value, w->userdata);
+}
+
+int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata)
+{
+	struct wbid_walk w = { cb, userdata };
+
+	return map_scan(bpf_map__fd(b->skel->maps.wbid_results), sizeof(__u64), sizeof(struct wbg_wbid_counts), wbid_cb,
+			&w);
+}
+
 struct collect {
 	__u64 cgroup_id;
 	size_t esize, n, cap;
@@ -452,33 +446,35 @@ static int collect_cb(const void *key, const void *value, void *userdata)
 	return 0;
 }
 
-static const void *take_dev(const void *key, const void *value, void *buf)
-{
-	const struct wbg_dev_key *k = key;
-	const struct wbg_dev_val *v = value;
-	struct wbg_dirtied_dev *d = buf;
-
-	*d = (struct wbg_dirtied_dev){ .dev = k->dev, .kind = k->kind, .folios = v->folios, .last_ns = v->last_ns };
-	return d;
-}
-
 static const void *take_inode(const void *key, const void *value, void *buf)
 {
 	return key;
 }
 
-int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n)
+int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
+			bool *ret_overflow)
 {
-	struct collect c = { .cgroup_id = cgroup_id, .esize = sizeof(struct wbg_dirtied_dev), .take = take_dev };
-	int r = map_scan(bpf_map__fd(b->skel->maps.dirtied_devs), sizeof(struct wbg_dev_key),
-			 sizeof(struct wbg_dev_val), collect_cb, &c);
+	struct wbg_cgroup_devs v;
+	struct wbg_dirtied_dev *d;
+	size_t n = 0;
 
-	if (r < 0) {
-		free(c.v);
-		return r;
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id, &v) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		v = (struct wbg_cgroup_devs){ 0 }; /* dirtied nothing (or was evicted: see overflow) */
 	}
-	*ret = c.v;
-	*ret_n = c.n;
+	d = calloc(WBG_DEVS_PER_CGROUP, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < WBG_DEVS_PER_CGROUP; i++)
+		if (v.slot[i].tag)
+			d[n++] = (struct wbg_dirtied_dev){ .dev = WBG_DEV_TAG_DEV(v.slot[i].tag),
+							   .kind = WBG_DEV_TAG_KIND(v.slot[i].tag),
+							   .folios = v.slot[i].folios,
+							   .last_ns = v.slot[i].last_ns };
+	*ret = d;
+	*ret_n = n;
+	*ret_overflow = v.overflow != 0;
 	return 0;
 }
 
@@ -504,33 +500,21 @@ int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wb
 	return 0;
 }
 
-static int delete_cb(const void *key, const void *value, void *userdata)
+/* O(1) whatever the node's size: the device set and the inode count go;
+ * the cgroup's entries in dirtied_inodes are left to that map's LRU (cgroup
+ * ids are never reused, and nothing touches them again, so they are the
+ * first evicted). */
+int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
 {
-	const int *fd_and_id = userdata;
-
-	if (*(const __u64 *)key == *(const __u64 *)(fd_and_id + 2))
-		(void)bpf_map_delete_elem(fd_and_id[0], key);
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id);
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
 	return 0;
 }
 
-int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
+void wbg_bpf_set_record_inodes(struct wbg_bpf *b, bool on)
 {
-	struct {
-		int fd, pad;
-		__u64 id;
-	} arg = { .id = cgroup_id };
-	int r;
-
-	arg.fd = bpf_map__fd(b->skel->maps.dirtied_devs);
-	r = map_scan(arg.fd, sizeof(struct wbg_dev_key), sizeof(struct wbg_dev_val), delete_cb, &arg);
-	if (r < 0)
-		return r;
-	arg.fd = bpf_map__fd(b->skel->maps.dirtied_inodes);
-	r = map_scan(arg.fd, sizeof(struct wbg_inode_key), sizeof(__u64), delete_cb, &arg);
-	if (r < 0)
-		return r;
-	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
-	return 0;
+	if (b && (b->groups & WBG_BPF_DIRTIED))
+		b->skel->bss->record_inodes = on;
 }
 
 struct stats_walk {

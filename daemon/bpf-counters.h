@@ -51,12 +51,14 @@ int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void 
  * the totals keep its counts. */
 int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id);
 
-typedef int (*wbg_wbid_cb)(const struct wbg_wbid_key *key, uint64_t count, void *userdata);
+typedef int (*wbg_wbid_cb)(uint64_t cgroup_id, const struct wbg_wbid_counts *counts, void *userdata);
 /* Calls cb for every cgroup_writeback_by_id() result series; stops at the
  * first negative return of cb and returns it. */
 int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata);
 
 const char *wbg_target_state_to_string(uint32_t s);
+/* enum wbg_wbid_result: "ok", "enoent", "other" */
+const char *wbg_wbid_result_to_string(unsigned r);
 /* Fills the observed evidence (foreign flushes to dying targets that
  * succeeded or got -ENOENT, dying-wb lookups that found one, bdev flushes);
  * the static fields are left alone. */
@@ -72,12 +74,17 @@ struct wbg_dirtied_dev {
 };
 
 /* What the cgroup dirtied since it was first seen (or last forgotten). The
- * arrays are malloc'ed; *ret_complete is false when the inode set is not the
- * whole story (per-cgroup bound hit, or entries evicted). */
-int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n);
+ * arrays are malloc'ed. *ret_overflow: it dirtied more devices than the set
+ * holds. *ret_complete is false when the inode set is not the whole story
+ * (per-cgroup bound hit, or entries evicted). */
+int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
+			bool *ret_overflow);
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete);
 int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id);
+/* Whether every cgroup's inodes are recorded ([flush] inode_flush = on), or
+ * only those of pods with a per-pod expiry. */
+void wbg_bpf_set_record_inodes(struct wbg_bpf *b, bool on);
 
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))

@@ -140,6 +140,29 @@ int cg_read_keyed_u64(const char *root, const char *path, const char *file, cons
 	return 0;
 }
 
+int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback)
+{
+	_cleanup_free_ char *text = NULL;
+	char p[PATH_MAX];
+	uint64_t d, w;
+	int r;
+
+	r = cg_file(root, path, "memory.stat", p, sizeof(p));
+	if (r < 0)
+		return r;
+	r = read_small_file_at(AT_FDCWD, p, 64 * 1024, &text);
+	if (r < 0)
+		return r;
+	r = keyed_file_parse_u64(text, "file_dirty", &d);
+	if (r >= 0)
+		r = keyed_file_parse_u64(text, "file_writeback", &w);
+	if (r < 0)
+		return r;
+	*ret_dirty = d;
+	*ret_writeback = w;
+	return 0;
+}
+
 int cg_write(const char *root, const char *path, const char *file, const char *s)
 {
 	char p[PATH_MAX];

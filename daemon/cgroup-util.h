@@ -25,6 +25,9 @@ int write_file_atomic(const char *path, const char *s, bool sync);
 /* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */
 int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,
 		      uint64_t *ret);
+/* memory.stat's file_dirty and file_writeback, from one read (each read
+ * flushes the memcg's statistics). */
+int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback);
 int cg_write(const char *root, const char *path, const char *file, const char *s);
 /* Moves the calling process into the cgroup. */
 int cg_enter(const char *root, const char *path);

@@ -76,16 +76,18 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 	return 0;
 }
 
+static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p);
+
 static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 			 const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *p)
 {
 	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
 	_cleanup_free_ struct wbg_inode_key *inodes = NULL;
 	size_t n_devs = 0, n_inodes = 0;
-	bool complete = false;
+	bool complete = false, overflow = false;
 	int r;
 
-	r = wbg_bpf_cgroup_devs(bpf, cgroup_id, &devs, &n_devs);
+	r = wbg_bpf_cgroup_devs(bpf, cgroup_id, &devs, &n_devs, &overflow);
 	if (r < 0)
 		return r;
 	if (cfg->inode_flush == WBG_INODE_FLUSH_ON) {
@@ -144,7 +146,14 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		if (r < 0)
 			return r;
 	}
-	p->source = "bpf";
+	/* It dirtied more devices than its set holds: the rest may be any
+	 * filesystem. */
+	if (overflow) {
+		r = plan_from_mounts(cfg, mounts, p);
+		if (r < 0)
+			return r;
+	}
+	p->source = overflow ? "bpf+mounts" : "bpf";
 	return 0;
 }
 

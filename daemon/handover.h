@@ -68,7 +68,9 @@ struct wbg_plan {
 struct wbg_handover {
 	uint64_t id;
 	void *owner;              /* the manager; timers call back with the handover */
-	void *timeout_source, *verify_source; /* sd_event_source */
+	void *timeout_source;     /* sd_event_source */
+	struct wbg_handover *queue_next; /* on the manager's cleanup or verify queue */
+	uint64_t verify_due;
 	uint64_t cgroup_id;
 	char *path;
 	struct wbg_identity ident;

@@ -115,8 +115,7 @@ static int list_one(sd_bus_message *reply, struct manager *m, const struct wbg_c
 	uint64_t dirty = 0, wb = 0;
 
 	/* read now; a cgroup removed meanwhile shows 0 */
-	(void)cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_dirty", &dirty);
-	(void)cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_writeback", &wb);
+	(void)cg_read_dirty(m->cfg.cgroup_root, c->path, &dirty, &wb);
 	return sd_bus_message_append(reply, "(tsbttssss)", c->id, c->path, c->populated, dirty, wb,
 				     ct ? ct->id : "", ct && ct->pod ? ct->pod : "",
 				     ct && ct->namespace ? ct->namespace : "", ct && ct->name ? ct->name : "");

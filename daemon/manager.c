@@ -34,6 +34,9 @@
 
 /* How long after the scratch cycle the kernel's cleanup work has run. */
 #define VERIFY_DELAY_USEC (200 * 1000)
+/* How long removals gather before one scratch cycle serves them all: under
+ * churn, at most 20 cycles a second whatever the removal rate. */
+#define CLEANUP_BATCH_USEC (50 * 1000)
 
 static uint64_t now_usec(struct manager *m)
 {
@@ -192,7 +195,6 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	}
 	m->flushed_device_bytes += h->device_bytes;
 	sd_event_source_disable_unref(h->timeout_source);
-	sd_event_source_disable_unref(h->verify_source);
 	tdelete(h, &m->active, cmp_leading_u64);
 	if (h->pending_saved)
 		pending_drop(m->cfg.state_dir, h->id);
@@ -216,45 +218,108 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	metrics_textfile_update(m, false);
 }
 
+static void queue_append(struct wbg_handover **head, struct wbg_handover **tail, struct wbg_handover *h)
+{
+	h->queue_next = NULL;
+	if (*tail)
+		(*tail)->queue_next = h;
+	else
+		*head = h;
+	*tail = h;
+}
+
+/* A one-shot timer at usec, unless it is already armed (for earlier). */
+static void arm_once(sd_event_source *s, uint64_t usec)
+{
+	int enabled = SD_EVENT_OFF;
+
+	if (!s || (sd_event_source_get_enabled(s, &enabled) >= 0 && enabled != SD_EVENT_OFF))
+		return;
+	(void)sd_event_source_set_time(s, usec);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* The verify queue's handovers that are due: one read of wb_stats says for
+ * all of them whether a dying wb of theirs still has dirty IO. */
 static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	struct wbg_handover *h = userdata;
-	struct manager *m = h->owner;
-	int r = wbstats_cgroup_clean(m->debugfs, h->cgroup_id);
+	struct manager *m = userdata;
+	_cleanup_free_ uint64_t *dirty = NULL;
+	size_t n = 0;
+	uint64_t now = now_usec(m);
+	int r = wbstats_dirty_cgroups(m->debugfs, &dirty, &n);
 
-	if (r >= 0) {
-		h->verify = r;
-		h->t_verified = now_usec(m);
-		if (r == 0) {
-			m->verify_dirty++;
-			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
+	if (r == -ENOMEM)
+		log_oom();
+	while (m->verify_head && m->verify_head->verify_due <= now) {
+		struct wbg_handover *h = m->verify_head;
+
+		m->verify_head = h->queue_next;
+		if (!m->verify_head)
+			m->verify_tail = NULL;
+		if (r >= 0) {
+			h->verify = !wbstats_set_has(dirty, n, h->cgroup_id);
+			h->t_verified = now;
+			if (!h->verify) {
+				m->verify_dirty++;
+				log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
+			}
+		}
+		retire(m, h);
+	}
+	if (m->verify_head)
+		arm_once(m->verify_source, m->verify_head->verify_due);
+	return 0;
+}
+
+/* One scratch memcg cycle for every handover queued since the last: its
+ * removal makes the kernel re-run its offline-wb cleanup, which covers
+ * every dying wb, not only the one it was run for. */
+static int on_cleanup(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	struct wbg_handover *h = m->cleanup_head, *next;
+	bool done = false;
+	uint64_t now;
+	int r;
+
+	m->cleanup_head = m->cleanup_tail = NULL;
+	if (h && m->cfg.scratch_cycle && m->scratch.path) {
+		r = scratch_cycle(&m->scratch, ++m->cleanup_seq);
+		if (r < 0) {
+			m->cleanup_failures++;
+			log_warning_errno(r, "Scratch memcg cycle (for %s and the handovers with it) failed", h->path);
+		} else {
+			m->cleanup_cycles++;
+			done = true;
 		}
 	}
-	retire(m, h);
+	now = now_usec(m);
+	for (; h; h = next) {
+		next = h->queue_next;
+		if (done) {
+			h->cleanup_done = true;
+			h->t_cleanup = now;
+		}
+		h->verify_due = now + VERIFY_DELAY_USEC;
+		queue_append(&m->verify_head, &m->verify_tail, h);
+	}
+	if (m->verify_head)
+		arm_once(m->verify_source, m->verify_head->verify_due);
 	return 0;
 }
 
 /* After the flush, with the cgroup gone: make the kernel re-run its
- * offline-wb cleanup, then check that the dying wb is clean. */
+ * offline-wb cleanup, then check that the dying wb is clean. Without the
+ * timers (out of memory at start) the handover ends here. */
 static void cleanup_and_verify(struct manager *m, struct wbg_handover *h)
 {
-	int r;
-
-	if (m->cfg.scratch_cycle && m->scratch.path) {
-		r = scratch_cycle(&m->scratch, h->id);
-		if (r < 0) {
-			m->cleanup_failures++;
-			log_warning_errno(r, "Scratch memcg cycle for %s failed", h->path);
-		} else {
-			m->cleanup_cycles++;
-			h->cleanup_done = true;
-			h->t_cleanup = now_usec(m);
-		}
-	}
-	r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->verify_source, CLOCK_MONOTONIC,
-				       VERIFY_DELAY_USEC, 0, on_verify, h);
-	if (r < 0)
+	if (!m->cleanup_source || !m->verify_source) {
 		retire(m, h);
+		return;
+	}
+	queue_append(&m->cleanup_head, &m->cleanup_tail, h);
+	arm_once(m->cleanup_source, now_usec(m) + CLEANUP_BATCH_USEC);
 }
 
 /* All targets done (or given up on). */
@@ -475,9 +540,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
-		r = cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_dirty", &dirty);
-		if (r >= 0)
-			r = cg_read_keyed_u64(m->cfg.cgroup_root, c->path, "memory.stat", "file_writeback", &wb);
+		r = cg_read_dirty(m->cfg.cgroup_root, c->path, &dirty, &wb);
 		if (r >= 0) {
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
@@ -944,6 +1007,7 @@ int manager_reload(struct manager *m)
 	config_done(&m->cfg);
 	m->cfg = c;
 	log_set_max_level(m->cfg.log_level);
+	wbg_bpf_set_record_inodes(m->bpf, m->cfg.inode_flush == WBG_INODE_FLUSH_ON);
 	log_info("Reloaded %s", m->config_path);
 	return 0;
 }
@@ -1151,6 +1215,7 @@ int manager_start(struct manager *m)
 		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, &m->bpf);
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
+		wbg_bpf_set_record_inodes(m->bpf, m->cfg.inode_flush == WBG_INODE_FLUSH_ON);
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
 	evidence_read_static("/proc/kallsyms", tracing,
@@ -1173,6 +1238,16 @@ int manager_start(struct manager *m)
 	r = sd_event_add_io(m->event, &m->pool_source, flush_pool_fd(m->pool), EPOLLIN, on_pool, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the flush pool");
+	/* armed while handovers wait for them (arm_once) */
+	r = sd_event_add_time(m->event, &m->cleanup_source, CLOCK_MONOTONIC, 0, 10 * 1000, on_cleanup, m);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->cleanup_source, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_add_time(m->event, &m->verify_source, CLOCK_MONOTONIC, 0, 10 * 1000, on_verify, m);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->verify_source, SD_EVENT_OFF);
+	if (r < 0)
+		return log_error_errno(r, "Cannot add the cleanup timers");
 
 	if (m->cfg.scratch_cycle) {
 		const char *parent = NULL;
@@ -1238,6 +1313,12 @@ int manager_run(struct manager *m)
 	return sd_event_loop(m->event);
 }
 
+static void count_active(const void *nodep, VISIT which, void *closure)
+{
+	if (which == postorder || which == leaf)
+		++*(size_t *)closure;
+}
+
 static void collect_active(const void *nodep, VISIT which, void *closure)
 {
 	struct wbg_handover ***v = closure;
@@ -1266,14 +1347,22 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->rmdir_source);
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);
+	/* queued handovers are in m->active too: recorded below */
+	m->cleanup_source = sd_event_source_disable_unref(m->cleanup_source);
+	m->verify_source = sd_event_source_disable_unref(m->verify_source);
+	m->cleanup_head = m->cleanup_tail = m->verify_head = m->verify_tail = NULL;
 	sd_event_source_disable_unref(m->mountinfo_source);
 	sd_event_source_disable_unref(m->uevent_source);
 	nl_socket_free(m->uevent_sock);
 	blockdevs_done(&m->bdevs);
 	/* Handovers still open are recorded as they stand, not dropped. */
 	{
-		struct wbg_handover **v = calloc(m->next_handover_id + 1, sizeof(*v)), **p = v; /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+		size_t n = 0;
+		struct wbg_handover **v, **p;
 
+		twalk_r(m->active, count_active, &n);
+		v = calloc(n + 1, sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+		p = v;
 		if (v) {
 			twalk_r(m->active, collect_active, &p);
 			for (struct wbg_handover **q = v; q < p; q++) {

@@ -100,6 +100,13 @@ struct manager {
 	/* counters, exported later as metrics */
 	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty;
+	/* Handovers whose flush is done and whose cgroup is gone, first
+	 * waiting for the kernel's offline-wb cleanup to be re-run, then for
+	 * their dying-wb check: one scratch cycle and one read of wb_stats
+	 * serve a whole batch (both cost more the more cgroups a node has). */
+	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
+	sd_event_source *cleanup_source, *verify_source;
+	uint64_t cleanup_seq;
 	uint64_t systemd_stop_jobs, systemd_units_removed, bus_disconnects;
 	uint64_t flushed_device_bytes;
 	struct wbg_hist reaction;       /* trigger -> first flush issued */

@@ -47,13 +47,6 @@ static char *cgroup_labels(struct manager *m, uint64_t id)
 	return buf;
 }
 
-static const char *const result_names[] = { "ok", "enoent", "other" };
-
-static unsigned result_class(int ret)
-{
-	return ret == 0 ? 0 : ret == -ENOENT ? 1 : 2;
-}
-
 /* Per-target-cgroup foreign flush results; several error codes fold into
  * "other", and cgroups sharing a path into one series. */
 struct rows_ctx {
@@ -61,17 +54,28 @@ struct rows_ctx {
 	struct metric_rows rows;
 };
 
-static int add_wbid(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+static int add_wbid(uint64_t cgroup_id, const struct wbg_wbid_counts *n, void *userdata)
 {
 	struct rows_ctx *c = userdata;
-	_cleanup_free_ char *id = k->cgroup_id ? cgroup_labels(c->m, k->cgroup_id) : NULL, *labels = NULL;
+	_cleanup_free_ char *id = cgroup_id ? cgroup_labels(c->m, cgroup_id) : NULL;
 
 	if (!id) /* the lookup was never reached, or a cgroup we cannot name */
 		return 0;
-	if (asprintf(&labels, "%s,result=\"%s\",target=\"%s\"", id, result_names[result_class(k->ret)],
-		     wbg_target_state_to_string(k->target_state)) < 0)
-		return -ENOMEM;
-	return metric_rows_add(&c->rows, labels, (double)count);
+	for (unsigned r = 0; r < _WBG_WBID_RESULT_MAX; r++)
+		for (unsigned st = 0; st < 3; st++) {
+			_cleanup_free_ char *labels = NULL;
+			int k;
+
+			if (!n->n[r][st])
+				continue;
+			if (asprintf(&labels, "%s,result=\"%s\",target=\"%s\"", id, wbg_wbid_result_to_string(r),
+				     wbg_target_state_to_string(st)) < 0)
+				return -ENOMEM;
+			k = metric_rows_add(&c->rows, labels, (double)n->n[r][st]);
+			if (k < 0)
+				return k;
+		}
+	return 0;
 }
 
 static void write_cgroup_wbid(FILE *f, struct manager *m)
@@ -160,7 +164,7 @@ void metrics_write_kernel(FILE *f, struct manager *m)
 		for (unsigned r = 0; r < 3; r++)
 			for (unsigned st = 0; st < 3; st++)
 				fprintf(f, "wbguard_kernel_foreign_flushes_total{result=\"%s\",target=\"%s\"} %" PRIu64 "\n",
-					result_names[r], wbg_target_state_to_string(st), t[WBG_T_WBID + r * 3 + st]);
+					wbg_wbid_result_to_string(r), wbg_target_state_to_string(st), t[WBG_T_WBID + r * 3 + st]);
 	}
 	if (attached(m, "wbid_lookup_dying")) {
 		const char *n = "wbguard_kernel_dying_wb_lookups_total";

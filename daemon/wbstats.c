@@ -85,11 +85,23 @@ bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s)
 	return (s->state & (1ULL << WB_HAS_DIRTY_IO_BIT)) || s->b_dirty || s->b_io || s->b_more_io;
 }
 
-int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 64 MiB: about 100,000 wbs' entries (some 600 bytes each). */
+#define WB_STATS_MAX (64u << 20)
+
+int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
 {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
-	int result = -ENOENT;
+	uint64_t *dirty = NULL;
+	size_t n_dirty = 0;
+	bool any = false;
 
 	snprintf(pattern, sizeof(pattern), "%s/bdi/*/wb_stats", debugfs);
 	if (glob(pattern, 0, NULL, &g) != 0)
@@ -99,14 +111,47 @@ int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
 		_cleanup_free_ struct wbg_wb_stat *v = NULL;
 		size_t n = 0;
 
-		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], 4 << 20, &text) < 0 || wbstats_parse(text, &v, &n) < 0)
+		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text) < 0 ||
+		    wbstats_parse(text, &v, &n) < 0)
 			continue;
-		if (result < 0)
-			result = 1;
-		for (size_t k = 0; k < n; k++)
-			if (v[k].cg_ino == cg_ino && wb_stat_has_dirty_io(&v[k]))
-				result = 0;
+		any = true;
+		for (size_t k = 0; k < n; k++) {
+			uint64_t *a;
+
+			if (!wb_stat_has_dirty_io(&v[k]))
+				continue;
+			a = realloc(dirty, (n_dirty + 1) * sizeof(*a));
+			if (!a) {
+				free(dirty);
+				globfree(&g);
+				return -ENOMEM;
+			}
+			dirty = a;
+			dirty[n_dirty++] = v[k].cg_ino;
+		}
 	}
 	globfree(&g);
-	return result;
+	if (!any) {
+		free(dirty);
+		return -ENOENT;
+	}
+	if (n_dirty)
+		qsort(dirty, n_dirty, sizeof(*dirty), cmp_u64);
+	*ret = dirty;
+	*ret_n = n_dirty;
+	return 0;
+}
+
+bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
+{
+	return n && bsearch(&cg_ino, set, n, sizeof(*set), cmp_u64);
+}
+
+int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
+{
+	_cleanup_free_ uint64_t *dirty = NULL;
+	size_t n = 0;
+	int r = wbstats_dirty_cgroups(debugfs, &dirty, &n);
+
+	return r < 0 ? r : !wbstats_set_has(dirty, n, cg_ino);
 }

@@ -21,3 +21,7 @@ bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s);
  * when one does, -ENOENT when the kernel has no wb_stats (before 6.10 or
  * debugfs not mounted). */
 int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino);
+/* The same for a batch: the cgroup inodes with a wb with dirty IO, sorted
+ * (malloc'ed; NULL when none), from one read of each bdi's wb_stats. */
+int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n);
+bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino);

@@ -66,9 +66,9 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, WBG_WBID_KEYS_MAX);
-	__type(key, struct wbg_wbid_key);
-	__type(value, __u64);
+	__uint(max_entries, WBG_WBID_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, struct wbg_wbid_counts);
 } wbid_results SEC(".maps");
 
 SEC("fentry/cgroup_writeback_by_id")
@@ -101,29 +101,35 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 	     int ret)
 {
 	__u64 task = bpf_get_current_pid_tgid();
-	struct wbg_wbid_key key = { .ret = ret };
 	struct inflight *in = bpf_map_lookup_elem(&wbid_inflight, &task);
-	__u64 zero = 0, *count;
-	__u32 result = ret == 0 ? 0 : ret == -2 /* ENOENT */ ? 1 : 2;
+	struct wbg_wbid_counts *c, zero = {};
+	__u32 result = ret == 0 ? WBG_WBID_OK : ret == -2 /* ENOENT */ ? WBG_WBID_ENOENT : WBG_WBID_OTHER;
+	__u64 cgroup_id = 0;
+	__u32 state = WBG_TARGET_UNKNOWN;
 
 	if (in) {
-		key.cgroup_id = in->cgroup_id;
-		key.target_state = in->target_state;
+		cgroup_id = in->cgroup_id;
+		state = in->target_state % 3;
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
-	total_add(WBG_T_WBID + result * 3 + (key.target_state % 3), 1);
-	count = lookup_or_init(&wbid_results, &key, &zero);
-	if (count)
-		__sync_fetch_and_add(count, 1);
+	total_add(WBG_T_WBID + result * 3 + state, 1);
+	c = lookup_or_init(&wbid_results, &cgroup_id, &zero);
+	/* one flat index, kept from being folded away so that the verifier
+	 * sees its bound */
+	__u32 idx = result * 3 + state;
+
+	barrier_var(idx);
+	if (c && idx < _WBG_WBID_RESULT_MAX * 3)
+		__sync_fetch_and_add(&((__u64 *)c->n)[idx], 1);
 	return 0;
 }
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, WBG_DEVS_MAX);
-	__type(key, struct wbg_dev_key);
-	__type(value, struct wbg_dev_val);
-} dirtied_devs SEC(".maps");
+	__uint(max_entries, WBG_DIRTIED_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, struct wbg_cgroup_devs);
+} cgroup_devs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -144,14 +150,27 @@ struct {
 
 static __always_inline void note_dev(__u64 cgid, __u32 dev, __u32 kind)
 {
-	struct wbg_dev_key key = { .cgroup_id = cgid, .dev = dev, .kind = kind };
-	struct wbg_dev_val *v, init = {};
+	struct wbg_cgroup_devs *v, init = {};
+	__u64 tag = WBG_DEV_TAG(kind, dev);
 
-	v = lookup_or_init(&dirtied_devs, &key, &init);
+	v = lookup_or_init(&cgroup_devs, &cgid, &init);
 	if (!v)
 		return;
-	__sync_fetch_and_add(&v->folios, 1);
-	v->last_ns = bpf_ktime_get_ns();
+	for (int i = 0; i < WBG_DEVS_PER_CGROUP; i++) {
+		__u64 cur = v->slot[i].tag;
+
+		/* a free slot: claim it, unless another CPU just did */
+		if (cur == 0 && __sync_val_compare_and_swap(&v->slot[i].tag, 0, tag) == 0)
+			cur = tag;
+		else if (cur == 0)
+			cur = v->slot[i].tag;
+		if (cur == tag) {
+			__sync_fetch_and_add(&v->slot[i].folios, 1);
+			v->slot[i].last_ns = bpf_ktime_get_ns();
+			return;
+		}
+	}
+	v->overflow = 1;
 }
 
 static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 dev)
@@ -190,6 +209,11 @@ struct {
  * per-folio program skips the lookup below. */
 __u32 expiry_pods = 0;
 
+/* Record every cgroup's inodes (set by user space for [flush] inode_flush
+ * = on); otherwise only those of pods with a per-pod expiry, whose due data
+ * is written by inode. */
+__u32 record_inodes = 0;
+
 /* Pods with a per-pod expiry, armed by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -200,18 +224,20 @@ struct {
 
 /* An armed pod's first dirtying since: one event, and the pod is disarmed
  * (user space re-arms it when it writes the pod's data back). */
-static __always_inline void expiry_note(__u64 cgid)
+static __always_inline bool expiry_note(__u64 cgid)
 {
 	__u64 *st = bpf_map_lookup_elem(&expiry_watch, &cgid);
 	struct wbg_rmdir_event *e;
 
-	if (!st || *st != WBG_EXPIRY_ARMED ||
+	if (!st)
+		return false;
+	if (*st != WBG_EXPIRY_ARMED ||
 	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
-		return;
+		return true;
 	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
 	if (!e) {
 		*st = WBG_EXPIRY_ARMED; /* try again on the next dirtying */
-		return;
+		return true;
 	}
 	e->kind = WBG_LIFE_DIRTY;
 	e->cgroup_id = cgid;
@@ -219,6 +245,7 @@ static __always_inline void expiry_note(__u64 cgid)
 	e->root = 0;
 	e->path[0] = 0;
 	bpf_ringbuf_submit(e, 0);
+	return true;
 }
 
 /* The last (cgroup, inode) each CPU recorded: a writer dirties many folios
@@ -245,6 +272,7 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	struct last_seen *last;
 	struct inode *inode;
 	__u32 mode, dev, zero = 0;
+	bool inodes = record_inodes;
 
 	if (!mapping) /* the verifier knows the argument may be NULL */
 		return 0;
@@ -258,8 +286,8 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 		last->cgroup_id = cgid;
 		last->inode = (__u64)inode;
 	}
-	if (expiry_pods)
-		expiry_note(cgid);
+	if (expiry_pods && expiry_note(cgid))
+		inodes = true;
 	mode = BPF_CORE_READ(inode, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) {
 		/* The block device's own page cache (its inode lives on the
@@ -269,7 +297,8 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	}
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	note_dev(cgid, dev, WBG_DEV_FS);
-	note_inode(cgid, inode, dev);
+	if (inodes)
+		note_inode(cgid, inode, dev);
 	return 0;
 }
 

@@ -6,9 +6,10 @@
 #include <linux/types.h>
 #endif
 
-#define WBG_WBID_KEYS_MAX 4096 /* LRU bound of the per-cgroup result series */
+#define WBG_WBID_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup result series */
 #define WBG_INFLIGHT_MAX 1024  /* tasks inside cgroup_writeback_by_id at once */
-#define WBG_DEVS_MAX 16384     /* (cgroup, device) pairs */
+#define WBG_DIRTIED_CGROUPS_MAX 32768 /* cgroups with a dirtied-device set: 3x issue 7's 10,000 */
+#define WBG_DEVS_PER_CGROUP 4  /* devices per set; more sets its overflow flag */
 #define WBG_INODES_MAX 65536   /* (cgroup, inode) pairs */
 #define WBG_CGROUPS_MAX 16384  /* cgroups with an inode count */
 #define WBG_STATS_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup path series */
@@ -21,12 +22,20 @@ enum wbg_target_state {
 	WBG_TARGET_DYING = 2,
 };
 
-/* Key of the cgroup_writeback_by_id() result counters. cgroup_id is the
- * target memcg's cgroup id (its cgroupfs inode number), 0 when unknown. */
-struct wbg_wbid_key {
-	__u64 cgroup_id;
-	__s32 ret;
-	__u32 target_state;
+/* Results of cgroup_writeback_by_id(), as the totals class them. */
+enum wbg_wbid_result {
+	WBG_WBID_OK = 0,
+	WBG_WBID_ENOENT = 1,
+	WBG_WBID_OTHER = 2,
+	_WBG_WBID_RESULT_MAX,
+};
+
+/* Per target cgroup (keyed by the target memcg's cgroup id, its cgroupfs
+ * inode number; 0 when unknown): its foreign flushes by result and by the
+ * target's state. One entry per cgroup, so that dropping a cgroup's series
+ * is one delete, not a walk of every cgroup's. */
+struct wbg_wbid_counts {
+	__u64 n[_WBG_WBID_RESULT_MAX][3]; /* [result][enum wbg_target_state] */
 };
 
 /* What a cgroup dirtied: a filesystem (by its superblock's device) or the
@@ -36,15 +45,25 @@ enum wbg_dev_kind {
 	WBG_DEV_BDEV = 1,
 };
 
-struct wbg_dev_key {
-	__u64 cgroup_id;
-	__u32 dev; /* kernel dev_t encoding: major << 20 | minor */
-	__u32 kind;
+/* One device a cgroup dirtied. tag: WBG_DEV_TAG(kind, dev), 0 while the
+ * slot is free (claimed with a compare-and-swap). */
+struct wbg_dev_slot {
+	__u64 tag;
+	__u64 folios;  /* runs of folios dirtied (see dirty_last) */
+	__u64 last_ns; /* when last dirtied (bpf_ktime_get_ns) */
 };
 
-struct wbg_dev_val {
-	__u64 folios;  /* folios dirtied */
-	__u64 last_ns; /* when last dirtied (bpf_ktime_get_ns) */
+#define WBG_DEV_TAG(kind, dev) (1ULL << 63 | (__u64)(kind) << 32 | (__u32)(dev))
+#define WBG_DEV_TAG_KIND(tag) ((__u32)((tag) >> 32) & 1)
+#define WBG_DEV_TAG_DEV(tag) ((__u32)(tag)) /* kernel dev_t encoding: major << 20 | minor */
+
+/* What one cgroup dirtied, keyed by its cgroup id: a handover's plan is one
+ * lookup and its end one delete, however many cgroups the node has. A
+ * cgroup that dirtied more devices than the slots sets overflow, and its
+ * plan adds every filesystem. */
+struct wbg_cgroup_devs {
+	struct wbg_dev_slot slot[WBG_DEVS_PER_CGROUP];
+	__u64 overflow;
 };
 
 struct wbg_inode_key {

@@ -179,24 +179,26 @@ static void bump(struct json_object *o, const char *k, uint64_t n)
 	json_object_object_add(o, k, json_object_new_int64(cur + (int64_t)n));
 }
 
-static const char *result_name(int ret)
-{
-	return ret == 0 ? "ok" : ret == -ENOENT ? "enoent" : "other";
-}
-
-static int wbid_cb(const struct wbg_wbid_key *k, uint64_t count, void *userdata)
+static int wbid_cb(uint64_t cgroup_id, const struct wbg_wbid_counts *n, void *userdata)
 {
 	struct wbid_sum *s = userdata;
-	struct json_object *e = json_object_new_object();
 
-	json_object_object_add(e, "cgroup_id", json_object_new_uint64(k->cgroup_id));
-	json_object_object_add(e, "ret", json_object_new_int(k->ret));
-	json_object_object_add(e, "target", json_object_new_string(wbg_target_state_to_string(k->target_state)));
-	json_object_object_add(e, "count", json_object_new_uint64(count));
-	json_object_array_add(s->series, e);
-	bump(s->all, result_name(k->ret), count);
-	if (k->cgroup_id == s->old_id)
-		bump(s->old, result_name(k->ret), count);
+	for (unsigned r = 0; r < _WBG_WBID_RESULT_MAX; r++)
+		for (unsigned st = 0; st < 3; st++) {
+			struct json_object *e;
+
+			if (!n->n[r][st])
+				continue;
+			e = json_object_new_object();
+			json_object_object_add(e, "cgroup_id", json_object_new_uint64(cgroup_id));
+			json_object_object_add(e, "result", json_object_new_string(wbg_wbid_result_to_string(r)));
+			json_object_object_add(e, "target", json_object_new_string(wbg_target_state_to_string(st)));
+			json_object_object_add(e, "count", json_object_new_uint64(n->n[r][st]));
+			json_object_array_add(s->series, e);
+			bump(s->all, wbg_wbid_result_to_string(r), n->n[r][st]);
+			if (cgroup_id == s->old_id)
+				bump(s->old, wbg_wbid_result_to_string(r), n->n[r][st]);
+		}
 	return 0;
 }
 

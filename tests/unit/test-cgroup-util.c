@@ -46,6 +46,13 @@ int main(void)
 	      "cg_read_keyed_u64 reads a cgroup file under a given root");
 	CHECK(cg_read_keyed_u64(root, "gone", "memory.stat", "file_dirty", &v) == -ENOENT,
 	      "a vanished cgroup is -ENOENT");
+	{
+		uint64_t d = 0, w = 0;
+
+		CHECK(cg_read_dirty(root, "pod", &d, &w) == 0 && d == 104857600 && w == 4096,
+		      "cg_read_dirty: both counters from one read");
+		CHECK(cg_read_dirty(root, "gone", &d, &w) == -ENOENT, "cg_read_dirty of a vanished cgroup");
+	}
 	CHECK(cg_id(root, "pod", &v) == 0 && v > 0, "cg_id is the inode number");
 	unlink(p);
 	CHECK(cg_rmdir(root, "pod", 100) == 0, "cg_rmdir removes an empty cgroup");

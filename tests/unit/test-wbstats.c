@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "tap.h"
 #include "wbstats.h"
@@ -46,5 +48,36 @@ int main(void)
 	CHECK(wbstats_parse("", &v, &n) == 0 && n == 0, "empty");
 	free(v);
 	CHECK(wbstats_cgroup_clean("/nonexistent", 1) < 0, "no debugfs: unknown");
+	{
+		/* a debugfs tree with two bdis: one read answers a batch */
+		char dir[] = "/tmp/wbg-wbstats-XXXXXX", p[256];
+		uint64_t *set = NULL;
+		size_t k = 0;
+		FILE *f;
+
+		CHECK(mkdtemp(dir) != NULL, "temporary debugfs");
+		snprintf(p, sizeof(p), "%s/bdi", dir);
+		mkdir(p, 0755);
+		snprintf(p, sizeof(p), "%s/bdi/8:0", dir);
+		mkdir(p, 0755);
+		snprintf(p, sizeof(p), "%s/bdi/8:16", dir);
+		mkdir(p, 0755);
+		snprintf(p, sizeof(p), "%s/bdi/8:0/wb_stats", dir);
+		f = fopen(p, "w");
+		fputs(text, f); /* 4242 dirty */
+		fclose(f);
+		snprintf(p, sizeof(p), "%s/bdi/8:16/wb_stats", dir);
+		f = fopen(p, "w");
+		fputs("WbCgIno: 99\nb_dirty: 0\nb_io: 1\nstate: 1\n\nWbCgIno: 7\nb_dirty: 0\nstate: 1\n", f);
+		fclose(f);
+		CHECK(wbstats_dirty_cgroups(dir, &set, &k) == 0 && k == 2 && set[0] == 99 && set[1] == 4242,
+		      "dirty set over both bdis, sorted");
+		CHECK(wbstats_set_has(set, k, 4242) && !wbstats_set_has(set, k, 7) && !wbstats_set_has(set, k, 1),
+		      "membership");
+		free(set);
+		CHECK(wbstats_cgroup_clean(dir, 7) == 1 && wbstats_cgroup_clean(dir, 99) == 0, "one cgroup's answer");
+		snprintf(p, sizeof(p), "rm -rf %s", dir);
+		CHECK(system(p) == 0, "cleanup");
+	}
 	return tap_done();
 }

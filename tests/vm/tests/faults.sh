@@ -127,12 +127,20 @@ check "the hung flush ends as timeout, recorded with its reason" test "$(echo "$
 pings=$(awk -v t0=$t0 '/WATCHDOG=1/' /wbg-out/notify.txt | wc -l)
 check "the watchdog kept being fed during the hang ($pings pings)" test "$pings" -ge 3
 check "the boost holds the sysctl for the timed-out removal (fallback missing)" test "$(cat $sysctl)" = 500
-# A second hung flush, then SIGKILL in the middle of it.
+# A second hung flush, then SIGKILL in the middle of it. The device is
+# resumed first: after ten seconds suspended, ext4's journal holds new
+# writers in uninterruptible sleep, so a writer started now could not be
+# killed (populated would stay 1 and the cgroup could not be removed).
+dmsetup resume wbgslow
 writer k /mnt/slow/k
 sleep 1
+dmsetup suspend --nolockfs --noflush wbgslow
+sleep 0.5
 echo 1 >/sys/fs/cgroup/wbgtest/k/cgroup.kill
 i=0; while grep -q 'populated 1' /sys/fs/cgroup/wbgtest/k/cgroup.events && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+check "k: its writer is killed (populated 0)" grep -q 'populated 0' /sys/fs/cgroup/wbgtest/k/cgroup.events
 rmdir /sys/fs/cgroup/wbgtest/k
+check "k: removed" test ! -d /sys/fs/cgroup/wbgtest/k
 sleep 0.5
 ls /run/wbguard/pending-*.json >/wbg-out/pending.txt 2>/dev/null
 check "the flush in flight is on disk (pending-*.json)" grep -q pending- /wbg-out/pending.txt

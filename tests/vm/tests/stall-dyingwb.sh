@@ -4,7 +4,7 @@
 check "kernel has wb_get_lookup_dying" grep -q ' wb_get_lookup_dying$' /proc/kallsyms
 $WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed --json /wbg-out/r.json
 check "wbstall on ext4, removed" test $? = 0
-ok=$(jq '[.cgroup_writeback_by_id.series[] | select(.ret == 0 and .target == "dying") | .count] | add // 0' /wbg-out/r.json)
+ok=$(jq '[.cgroup_writeback_by_id.series[] | select(.result == "ok" and .target == "dying") | .count] | add // 0' /wbg-out/r.json)
 enoent=$(jqv /wbg-out/r.json '.cgroup_writeback_by_id.old_target.enoent')
 echo "# to the dying cgroup: ok $ok, -ENOENT ${enoent:-0}"
 check "flushes to the dying cgroup succeed" test "$ok" -gt 0

@@ -16,7 +16,7 @@ r=/wbg-out/ext4.json
 check "ext4: old cgroup id recorded" test "$(jqv $r .old.cgroup_id)" -gt 0
 check "ext4: old cgroup left dirty data at removal" test "$(jqv $r .old.file_dirty_at_removal)" -gt 0
 check "ext4: foreign flushes to the removed cgroup get -ENOENT" test "$(jqv $r '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
-check "ext4: those targets are seen as dying" test "$(jq '[.cgroup_writeback_by_id.series[] | select(.ret == -2 and .target == "dying")] | length' $r)" -gt 0
+check "ext4: those targets are seen as dying" test "$(jq '[.cgroup_writeback_by_id.series[] | select(.result == "enoent" and .target == "dying")] | length' $r)" -gt 0
 ours=$(jqv $r '.cgroup_writeback_by_id.all.enoent')
 theirs=$(awk '$1 == -2 {print $2}' /tmp/w.txt)
 echo "# -ENOENT: wbguard BPF $ours, bpftrace $theirs"
