@@ -948,7 +948,41 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 /* Handovers a killed wbguardd left in flight: their cgroups may still be
  * dying with data dirty, and nothing else would say so now. Flushed again,
  * then the cleanup cycle, like any removal. */
-static int recover_pending(struct manager *m)
+/* A handover for a cgroup already gone whose targets are known: redone
+ * after a restart. */
+static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *path, const dev_t *devs,
+			   const bool *bdev, size_t n, uint64_t *ret_id)
+{
+	struct wbg_handover *h = handover_new(++m->next_handover_id, cgroup_id, path, WBG_TRIGGER_RECOVERED,
+					      now_usec(m));
+	struct wbg_plan plan = { 0 };
+	int r;
+
+	if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
+		handover_free(h);
+		return log_oom();
+	}
+	h->owner = m;
+	h->t_removed = h->t_trigger;
+	*ret_id = h->id;
+	r = handover_plan_recorded(&m->cfg, &m->mounts, &m->bdevs, devs, bdev, n, &plan);
+	if (r >= 0 && plan.n > 0)
+		r = submit_plan(m, h, &plan);
+	plan_free(&plan);
+	if (h->n_pending == 0) {
+		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
+		retire(m, h);
+		return 0;
+	}
+	(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+					 m->cfg.timeout_usec, 0, on_timeout, h);
+	return 0;
+}
+
+/* The previous wbguardd's handovers that were in flight when it stopped;
+ * their cgroup ids go to *covered. */
+static int recover_pending(struct manager *m, uint64_t **covered, size_t *n_covered)
 {
 	struct wbg_pending *v = NULL;
 	size_t n = 0;
@@ -956,38 +990,79 @@ static int recover_pending(struct manager *m)
 
 	if (r < 0)
 		return r == -ENOMEM ? log_oom() : log_warning_errno(r, "Cannot read %s", m->cfg.state_dir);
-	for (size_t i = 0; i < n; i++) {
-		struct wbg_handover *h = handover_new(++m->next_handover_id, v[i].cgroup_id, v[i].path,
-						      WBG_TRIGGER_RECOVERED, now_usec(m));
-		struct wbg_plan plan = { 0 };
+	*covered = calloc(n + 1, sizeof(**covered));
+	if (!*covered) {
+		pending_free(v, n);
+		free(v);
+		return log_oom();
+	}
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		uint64_t id = 0;
 
 		pending_drop(m->cfg.state_dir, v[i].id);
-		if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
-			handover_free(h);
-			pending_free(v, n);
-			free(v);
-			return log_oom();
-		}
-		h->owner = m;
-		h->t_removed = h->t_trigger;
+		r = start_recovered(m, v[i].cgroup_id, v[i].path, v[i].devs, v[i].bdev, v[i].n, &id);
+		(*covered)[(*n_covered)++] = v[i].cgroup_id;
 		log_notice("Handover %" PRIu64 " of %s was in flight when the previous wbguardd stopped; flushing its %zu "
 			   "targets again as handover %" PRIu64,
-			   v[i].id, v[i].path, v[i].n, h->id);
-		r = handover_plan_recorded(&m->cfg, &m->mounts, &m->bdevs, v[i].devs, v[i].bdev, v[i].n, &plan);
-		if (r >= 0 && plan.n > 0)
-			r = submit_plan(m, h, &plan);
-		plan_free(&plan);
-		if (h->n_pending == 0) {
-			h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-			h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
-			retire(m, h);
-			continue;
-		}
-		(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
-						 m->cfg.timeout_usec, 0, on_timeout, h);
+			   v[i].id, v[i].path, v[i].n, id);
 	}
 	pending_free(v, n);
 	free(v);
+	return r;
+}
+
+static bool id_in(const uint64_t *v, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+/* Dying wbs that still have dirty IO and that no pending record named:
+ * cgroups removed while no wbguardd ran, or before the killed one had
+ * recorded their handover. wb_stats (6.10+) names them by cgroup inode and
+ * bdi; a cgroup inode that is no longer in cgroupfs is a dying cgroup's.
+ * Their paths are gone, so their records say "(removed while not
+ * watching)". */
+static int recover_dying(struct manager *m, const uint64_t *covered, size_t n_covered)
+{
+	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
+	_cleanup_free_ uint64_t *live = NULL;
+	size_t n = 0, n_live = 0;
+	int r = wbstats_dirty_wbs(m->debugfs, &wbs, &n);
+
+	if (r == -ENOENT)
+		return 0; /* no wb_stats: before 6.10, or no debugfs */
+	if (r < 0)
+		return r == -ENOMEM ? log_oom() : r;
+	if (n == 0)
+		return 0;
+	r = cg_list_ids(m->cfg.cgroup_root, &live, &n_live);
+	if (r < 0)
+		return r == -ENOMEM ? log_oom() : log_warning_errno(r, "Cannot list the cgroups under %s", m->cfg.cgroup_root);
+	for (size_t i = 0; i < n; i++) {
+		dev_t devs[8];
+		bool bdev[8] = { false };
+		size_t k = 0;
+		uint64_t id = 0, cg = wbs[i].cg_ino;
+
+		if (cg == 0 || wbstats_set_has(live, n_live, cg) || id_in(covered, n_covered, cg))
+			continue;
+		/* every device of that cgroup with dirty IO, once */
+		for (size_t j = i; j < n && k < ELEMENTSOF(devs); j++)
+			if (wbs[j].cg_ino == cg && wbs[j].major) {
+				devs[k++] = makedev(wbs[j].major, wbs[j].minor);
+				wbs[j].cg_ino = 0; /* taken */
+			}
+		if (k == 0)
+			continue; /* bdis not named by a device: nothing we can open */
+		r = start_recovered(m, cg, "(removed while not watching)", devs, bdev, k, &id);
+		if (r < 0)
+			return r;
+		log_notice("A dying cgroup (id %" PRIu64 ") still has dirty data on %zu device(s); flushing it as handover "
+			   "%" PRIu64, cg, k, id);
+	}
 	return 0;
 }
 
@@ -1275,9 +1350,6 @@ int manager_start(struct manager *m)
 	if (!m->records)
 		log_warning_errno(errno, "Cannot open %s; handover records go to the log only", path);
 
-	r = recover_pending(m);
-	if (r == -ENOMEM)
-		return r;
 	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
 	if (r < 0)
 		return r;
@@ -1292,6 +1364,18 @@ int manager_start(struct manager *m)
 	r = watch_rescan(&m->watch);
 	if (r < 0)
 		return r;
+	/* After the watch exists: a cgroup removed from here on is its news,
+	 * one removed before is dying by now. */
+	{
+		_cleanup_free_ uint64_t *covered = NULL;
+		size_t n_covered = 0;
+
+		r = recover_pending(m, &covered, &n_covered);
+		if (r != -ENOMEM)
+			r = recover_dying(m, covered, n_covered);
+		if (r == -ENOMEM)
+			return r;
+	}
 	arm_watch_retry(m);
 	r = metrics_http_start(m);
 	if (r < 0)

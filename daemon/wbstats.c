@@ -147,6 +147,65 @@ bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
 	return n && bsearch(&cg_ino, set, n, sizeof(*set), cmp_u64);
 }
 
+int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
+{
+	char pattern[PATH_MAX];
+	glob_t g = { 0 };
+	struct wbg_dirty_wb *out = NULL;
+	size_t n_out = 0;
+	bool any = false;
+
+	snprintf(pattern, sizeof(pattern), "%s/bdi/*/wb_stats", debugfs);
+	if (glob(pattern, 0, NULL, &g) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		_cleanup_free_ char *text = NULL, *dir = strdup(g.gl_pathv[i]);
+		_cleanup_free_ struct wbg_wb_stat *v = NULL;
+		unsigned maj, min;
+		char *name, *slash, tail;
+		size_t n = 0;
+
+		if (!dir) {
+			free(out);
+			globfree(&g);
+			return -ENOMEM;
+		}
+		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text) < 0 ||
+		    wbstats_parse(text, &v, &n) < 0)
+			continue;
+		any = true;
+		/* .../bdi/<name>/wb_stats: a block device's bdi is named by its
+		 * number; others (btrfs-1, 0:53 of NFS...) give none */
+		slash = strrchr(dir, '/');
+		*slash = 0;
+		name = strrchr(dir, '/') + 1;
+		if (sscanf(name, "%u:%u%c", &maj, &min, &tail) != 2)
+			maj = min = 0;
+		for (size_t k = 0; k < n; k++) {
+			struct wbg_dirty_wb *a;
+
+			if (!wb_stat_has_dirty_io(&v[k]))
+				continue;
+			a = realloc(out, (n_out + 1) * sizeof(*a));
+			if (!a) {
+				free(out);
+				globfree(&g);
+				return -ENOMEM;
+			}
+			out = a;
+			out[n_out++] = (struct wbg_dirty_wb){ .cg_ino = v[k].cg_ino, .major = maj, .minor = min };
+		}
+	}
+	globfree(&g);
+	if (!any) {
+		free(out);
+		return -ENOENT;
+	}
+	*ret = out;
+	*ret_n = n_out;
+	return 0;
+}
+
 int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;

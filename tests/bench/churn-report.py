@@ -19,6 +19,7 @@ def main():
     cost = json.load(open(os.path.join(d, "cost.json")))
     peak = int(open(os.path.join(d, "rss_peak")).read()) if os.path.exists(os.path.join(d, "rss_peak")) else None
     hold_j = json.load(open(os.path.join(d, "hold.json")))
+    load_j = json.load(open(os.path.join(d, "load.json")))
     cpu_s = cost["cpu_ticks"] / cost["clk_tck"]
     lat = load["exit_to_first_flush_ms"]
     res = {
@@ -27,6 +28,7 @@ def main():
         "measured": {
             "tracked": before["tracked_before"], "held_created_s": hold_j.get("create_s"),
             "removals": load["removals"], "removals_per_s": load["achieved_rate"],
+            "load_jobs": load_j.get("jobs", 1),
             "missed": load["handovers_missing"], "outcomes": load["outcomes"], "triggers": load["triggers"],
             "cpu_s": round(cpu_s, 2), "cpu_share": round(cpu_s / cost["wall_s"], 3) if cost["wall_s"] else None,
             "rss_before_bytes": before["rss_before"], "rss_peak_bytes": peak,
@@ -40,7 +42,7 @@ def main():
     g, m = res["goal"], res["measured"]
     print(f"{'':24}{'goal':>12}{'measured':>14}")
     print(f"{'tracked at once':24}{g['tracked']:>12}{m['tracked']:>14}")
-    print(f"{'removals per second':24}{g['removals_per_s']:>12}{m['removals_per_s']:>14}")
+    print(f"{'removals per second':24}{g['removals_per_s']:>12}{m['removals_per_s']:>14}  ({m['load_jobs']} cgchurn loops)")
     print(f"{'removals':24}{int(g['removals_per_s'] * g['seconds']):>12}{m['removals']:>14}")
     print(f"{'missed':24}{g['missed']:>12}{m['missed']:>14}")
     print(f"outcomes {m['outcomes']}, triggers {m['triggers']}")

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* cgroup-util against a temporary directory standing in for cgroupfs. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +55,20 @@ int main(void)
 		CHECK(cg_read_dirty(root, "gone", &d, &w) == -ENOENT, "cg_read_dirty of a vanished cgroup");
 	}
 	CHECK(cg_id(root, "pod", &v) == 0 && v > 0, "cg_id is the inode number");
+	{
+		uint64_t *ids = NULL;
+		size_t n = 0;
+		bool found = false, sorted = true;
+
+		CHECK(cg_list_ids(root, &ids, &n) == 0 && n == 2, "cg_list_ids: the root and its one child");
+		for (size_t i = 0; i < n; i++) {
+			found |= ids[i] == v;
+			sorted &= i == 0 || ids[i - 1] < ids[i];
+		}
+		CHECK(found && sorted, "cg_list_ids: the child's id, sorted");
+		free(ids);
+		CHECK(cg_list_ids("/nonexistent", &ids, &n) == -ENOENT, "cg_list_ids of no tree: -ENOENT");
+	}
 	unlink(p);
 	CHECK(cg_rmdir(root, "pod", 100) == 0, "cg_rmdir removes an empty cgroup");
 	CHECK(cg_rmdir(root, "pod", 100) == -ENOENT, "cg_rmdir of a gone cgroup is -ENOENT");

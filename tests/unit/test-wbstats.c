@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -76,6 +77,26 @@ int main(void)
 		      "membership");
 		free(set);
 		CHECK(wbstats_cgroup_clean(dir, 7) == 1 && wbstats_cgroup_clean(dir, 99) == 0, "one cgroup's answer");
+		{
+			struct wbg_dirty_wb *w = NULL;
+			size_t nw = 0;
+			bool a = false, b = false;
+
+			snprintf(p, sizeof(p), "%s/bdi/btrfs-1", dir);
+			mkdir(p, 0755);
+			snprintf(p, sizeof(p), "%s/bdi/btrfs-1/wb_stats", dir);
+			f = fopen(p, "w");
+			fputs("WbCgIno: 55\nb_dirty: 3\nstate: 5\n", f);
+			fclose(f);
+			CHECK(wbstats_dirty_wbs(dir, &w, &nw) == 0 && nw == 3, "dirty wbs with their bdis");
+			for (size_t i = 0; i < nw; i++) {
+				a |= w[i].cg_ino == 4242 && w[i].major == 8 && w[i].minor == 0;
+				b |= w[i].cg_ino == 55 && w[i].major == 0 && w[i].minor == 0;
+			}
+			CHECK(a, "a bdi named by its device number");
+			CHECK(b, "a bdi with another name has no device");
+			free(w);
+		}
 		snprintf(p, sizeof(p), "rm -rf %s", dir);
 		CHECK(system(p) == 0, "cleanup");
 	}
