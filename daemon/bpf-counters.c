@@ -511,12 +511,6 @@ int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
 	return 0;
 }
 
-void wbg_bpf_set_record_inodes(struct wbg_bpf *b, bool on)
-{
-	if (b && (b->groups & WBG_BPF_DIRTIED))
-		b->skel->bss->record_inodes = on;
-}
-
 struct stats_walk {
 	wbg_stats_cb cb;
 	void *userdata;

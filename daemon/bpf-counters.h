@@ -82,9 +82,6 @@ int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete);
 int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id);
-/* Whether every cgroup's inodes are recorded ([flush] inode_flush = on), or
- * only those of pods with a per-pod expiry. */
-void wbg_bpf_set_record_inodes(struct wbg_bpf *b, bool on);
 
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))

@@ -207,7 +207,8 @@ int cg_list_ids(const char *root, uint64_t **ret, size_t *ret_n)
 		free(walk_ids);
 		return r;
 	}
-	qsort(walk_ids, walk_n, sizeof(*walk_ids), cmp_id);
+	if (walk_n)
+		qsort(walk_ids, walk_n, sizeof(*walk_ids), cmp_id);
 	*ret = walk_ids;
 	*ret_n = walk_n;
 	return 0;

@@ -1051,7 +1051,7 @@ static int recover_dying(struct manager *m, const uint64_t *covered, size_t n_co
 			continue;
 		/* every device of that cgroup with dirty IO, once */
 		for (size_t j = i; j < n && k < ELEMENTSOF(devs); j++)
-			if (wbs[j].cg_ino == cg && wbs[j].major) {
+			if (wbs[j].cg_ino == cg && wbs[j].has_dev) {
 				devs[k++] = makedev(wbs[j].major, wbs[j].minor);
 				wbs[j].cg_ino = 0; /* taken */
 			}
@@ -1082,7 +1082,6 @@ int manager_reload(struct manager *m)
 	config_done(&m->cfg);
 	m->cfg = c;
 	log_set_max_level(m->cfg.log_level);
-	wbg_bpf_set_record_inodes(m->bpf, m->cfg.inode_flush == WBG_INODE_FLUSH_ON);
 	log_info("Reloaded %s", m->config_path);
 	return 0;
 }
@@ -1290,7 +1289,6 @@ int manager_start(struct manager *m)
 		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, &m->bpf);
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
-		wbg_bpf_set_record_inodes(m->bpf, m->cfg.inode_flush == WBG_INODE_FLUSH_ON);
 	}
 	m->mitigating = m->cfg.mitigation != WBG_MITIGATION_OFF;
 	evidence_read_static("/proc/kallsyms", tracing,

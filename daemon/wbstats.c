@@ -97,48 +97,21 @@ static int cmp_u64(const void *a, const void *b)
 
 int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
 {
-	char pattern[PATH_MAX];
-	glob_t g = { 0 };
-	uint64_t *dirty = NULL;
-	size_t n_dirty = 0;
-	bool any = false;
+	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
+	uint64_t *v;
+	size_t n = 0;
+	int r = wbstats_dirty_wbs(debugfs, &wbs, &n);
 
-	snprintf(pattern, sizeof(pattern), "%s/bdi/*/wb_stats", debugfs);
-	if (glob(pattern, 0, NULL, &g) != 0)
-		return -ENOENT;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		_cleanup_free_ char *text = NULL;
-		_cleanup_free_ struct wbg_wb_stat *v = NULL;
-		size_t n = 0;
-
-		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text) < 0 ||
-		    wbstats_parse(text, &v, &n) < 0)
-			continue;
-		any = true;
-		for (size_t k = 0; k < n; k++) {
-			uint64_t *a;
-
-			if (!wb_stat_has_dirty_io(&v[k]))
-				continue;
-			a = realloc(dirty, (n_dirty + 1) * sizeof(*a));
-			if (!a) {
-				free(dirty);
-				globfree(&g);
-				return -ENOMEM;
-			}
-			dirty = a;
-			dirty[n_dirty++] = v[k].cg_ino;
-		}
-	}
-	globfree(&g);
-	if (!any) {
-		free(dirty);
-		return -ENOENT;
-	}
-	if (n_dirty)
-		qsort(dirty, n_dirty, sizeof(*dirty), cmp_u64);
-	*ret = dirty;
-	*ret_n = n_dirty;
+	if (r < 0)
+		return r;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = wbs[i].cg_ino;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	*ret = v;
+	*ret_n = n;
 	return 0;
 }
 
@@ -161,8 +134,9 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		_cleanup_free_ char *text = NULL, *dir = strdup(g.gl_pathv[i]);
 		_cleanup_free_ struct wbg_wb_stat *v = NULL;
-		unsigned maj, min;
+		unsigned maj = 0, min = 0;
 		char *name, *slash, tail;
+		bool has_dev;
 		size_t n = 0;
 
 		if (!dir) {
@@ -175,12 +149,12 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 			continue;
 		any = true;
 		/* .../bdi/<name>/wb_stats: a block device's bdi is named by its
-		 * number; others (btrfs-1, 0:53 of NFS...) give none */
+		 * number, as is an NFS mount's (its anonymous 0:N); others
+		 * (btrfs-1...) give none */
 		slash = strrchr(dir, '/');
 		*slash = 0;
 		name = strrchr(dir, '/') + 1;
-		if (sscanf(name, "%u:%u%c", &maj, &min, &tail) != 2)
-			maj = min = 0;
+		has_dev = sscanf(name, "%u:%u%c", &maj, &min, &tail) == 2;
 		for (size_t k = 0; k < n; k++) {
 			struct wbg_dirty_wb *a;
 
@@ -193,7 +167,10 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 				return -ENOMEM;
 			}
 			out = a;
-			out[n_out++] = (struct wbg_dirty_wb){ .cg_ino = v[k].cg_ino, .major = maj, .minor = min };
+			out[n_out++] = (struct wbg_dirty_wb){ .cg_ino = v[k].cg_ino,
+							     .has_dev = has_dev,
+							     .major = maj,
+							     .minor = min };
 		}
 	}
 	globfree(&g);

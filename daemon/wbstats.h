@@ -26,10 +26,11 @@ int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino);
 int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n);
 bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino);
 
-/* A wb with dirty IO, and the device its bdi is named by (0:0 when the
- * name is not a device number). */
+/* A wb with dirty IO, and the device its bdi is named by (has_dev false
+ * when the name is not a device number). */
 struct wbg_dirty_wb {
 	uint64_t cg_ino;
+	bool has_dev;
 	unsigned major, minor;
 };
 int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n);

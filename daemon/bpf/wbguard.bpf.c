@@ -209,11 +209,6 @@ struct {
  * per-folio program skips the lookup below. */
 __u32 expiry_pods = 0;
 
-/* Record every cgroup's inodes (set by user space for [flush] inode_flush
- * = on); otherwise only those of pods with a per-pod expiry, whose due data
- * is written by inode. */
-__u32 record_inodes = 0;
-
 /* Pods with a per-pod expiry, armed by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -224,20 +219,18 @@ struct {
 
 /* An armed pod's first dirtying since: one event, and the pod is disarmed
  * (user space re-arms it when it writes the pod's data back). */
-static __always_inline bool expiry_note(__u64 cgid)
+static __always_inline void expiry_note(__u64 cgid)
 {
 	__u64 *st = bpf_map_lookup_elem(&expiry_watch, &cgid);
 	struct wbg_rmdir_event *e;
 
-	if (!st)
-		return false;
-	if (*st != WBG_EXPIRY_ARMED ||
+	if (!st || *st != WBG_EXPIRY_ARMED ||
 	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
-		return true;
+		return;
 	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
 	if (!e) {
 		*st = WBG_EXPIRY_ARMED; /* try again on the next dirtying */
-		return true;
+		return;
 	}
 	e->kind = WBG_LIFE_DIRTY;
 	e->cgroup_id = cgid;
@@ -245,7 +238,6 @@ static __always_inline bool expiry_note(__u64 cgid)
 	e->root = 0;
 	e->path[0] = 0;
 	bpf_ringbuf_submit(e, 0);
-	return true;
 }
 
 /* The last (cgroup, inode) each CPU recorded: a writer dirties many folios
@@ -272,7 +264,6 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	struct last_seen *last;
 	struct inode *inode;
 	__u32 mode, dev, zero = 0;
-	bool inodes = record_inodes;
 
 	if (!mapping) /* the verifier knows the argument may be NULL */
 		return 0;
@@ -286,8 +277,8 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 		last->cgroup_id = cgid;
 		last->inode = (__u64)inode;
 	}
-	if (expiry_pods && expiry_note(cgid))
-		inodes = true;
+	if (expiry_pods)
+		expiry_note(cgid);
 	mode = BPF_CORE_READ(inode, i_mode);
 	if ((mode & S_IFMT) == S_IFBLK) {
 		/* The block device's own page cache (its inode lives on the
@@ -297,8 +288,7 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	}
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	note_dev(cgid, dev, WBG_DEV_FS);
-	if (inodes)
-		note_inode(cgid, inode, dev);
+	note_inode(cgid, inode, dev);
 	return 0;
 }
 

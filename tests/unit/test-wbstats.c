@@ -35,6 +35,24 @@ static const char text[] = "WbCgIno:                    1\n"
 			   "state:                      5\n"
 			   "\n";
 
+/* debugfs stand-in: <dir>/bdi/<bdi>/wb_stats holding text */
+static void put_bdi(const char *dir, const char *bdi, const char *stats)
+{
+	char p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/bdi", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/bdi/%s", dir, bdi);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/bdi/%s/wb_stats", dir, bdi);
+	f = fopen(p, "w");
+	if (f) {
+		fputs(stats, f);
+		fclose(f);
+	}
+}
+
 int main(void)
 {
 	struct wbg_wb_stat *v;
@@ -54,23 +72,10 @@ int main(void)
 		char dir[] = "/tmp/wbg-wbstats-XXXXXX", p[256];
 		uint64_t *set = NULL;
 		size_t k = 0;
-		FILE *f;
 
 		CHECK(mkdtemp(dir) != NULL, "temporary debugfs");
-		snprintf(p, sizeof(p), "%s/bdi", dir);
-		mkdir(p, 0755);
-		snprintf(p, sizeof(p), "%s/bdi/8:0", dir);
-		mkdir(p, 0755);
-		snprintf(p, sizeof(p), "%s/bdi/8:16", dir);
-		mkdir(p, 0755);
-		snprintf(p, sizeof(p), "%s/bdi/8:0/wb_stats", dir);
-		f = fopen(p, "w");
-		fputs(text, f); /* 4242 dirty */
-		fclose(f);
-		snprintf(p, sizeof(p), "%s/bdi/8:16/wb_stats", dir);
-		f = fopen(p, "w");
-		fputs("WbCgIno: 99\nb_dirty: 0\nb_io: 1\nstate: 1\n\nWbCgIno: 7\nb_dirty: 0\nstate: 1\n", f);
-		fclose(f);
+		put_bdi(dir, "8:0", text); /* 4242 dirty */
+		put_bdi(dir, "8:16", "WbCgIno: 99\nb_dirty: 0\nb_io: 1\nstate: 1\n\nWbCgIno: 7\nb_dirty: 0\nstate: 1\n");
 		CHECK(wbstats_dirty_cgroups(dir, &set, &k) == 0 && k == 2 && set[0] == 99 && set[1] == 4242,
 		      "dirty set over both bdis, sorted");
 		CHECK(wbstats_set_has(set, k, 4242) && !wbstats_set_has(set, k, 7) && !wbstats_set_has(set, k, 1),
@@ -82,16 +87,11 @@ int main(void)
 			size_t nw = 0;
 			bool a = false, b = false;
 
-			snprintf(p, sizeof(p), "%s/bdi/btrfs-1", dir);
-			mkdir(p, 0755);
-			snprintf(p, sizeof(p), "%s/bdi/btrfs-1/wb_stats", dir);
-			f = fopen(p, "w");
-			fputs("WbCgIno: 55\nb_dirty: 3\nstate: 5\n", f);
-			fclose(f);
+			put_bdi(dir, "btrfs-1", "WbCgIno: 55\nb_dirty: 3\nstate: 5\n");
 			CHECK(wbstats_dirty_wbs(dir, &w, &nw) == 0 && nw == 3, "dirty wbs with their bdis");
 			for (size_t i = 0; i < nw; i++) {
-				a |= w[i].cg_ino == 4242 && w[i].major == 8 && w[i].minor == 0;
-				b |= w[i].cg_ino == 55 && w[i].major == 0 && w[i].minor == 0;
+				a |= w[i].cg_ino == 4242 && w[i].has_dev && w[i].major == 8 && w[i].minor == 0;
+				b |= w[i].cg_ino == 55 && !w[i].has_dev;
 			}
 			CHECK(a, "a bdi named by its device number");
 			CHECK(b, "a bdi with another name has no device");
