@@ -419,36 +419,29 @@ int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata
 			&w);
 }
 
+/* The inode keys of one cgroup, gathered by a map scan. */
 struct collect {
 	__u64 cgroup_id;
-	size_t esize, n, cap;
-	void *v;
-	const void *(*take)(const void *key, const void *value, void *buf);
-	char buf[64];
+	size_t n, cap;
+	struct wbg_inode_key *v;
 };
 
 static int collect_cb(const void *key, const void *value, void *userdata)
 {
 	struct collect *c = userdata;
-	const void *e;
+	const struct wbg_inode_key *k = key;
 
-	if (*(const __u64 *)key != c->cgroup_id) /* both key types start with cgroup_id */
+	if (k->cgroup_id != c->cgroup_id)
 		return 0;
-	e = c->take(key, value, c->buf);
 	if (c->n == c->cap) {
-		void *v = realloc(c->v, (c->cap = c->cap ? c->cap * 2 : 16) * c->esize);
+		struct wbg_inode_key *v = realloc(c->v, (c->cap = c->cap ? c->cap * 2 : 16) * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		c->v = v;
 	}
-	memcpy((char *)c->v + c->n++ * c->esize, e, c->esize);
+	c->v[c->n++] = *k;
 	return 0;
-}
-
-static const void *take_inode(const void *key, const void *value, void *buf)
-{
-	return key;
 }
 
 int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
@@ -481,7 +474,7 @@ int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete)
 {
-	struct collect c = { .cgroup_id = cgroup_id, .esize = sizeof(struct wbg_inode_key), .take = take_inode };
+	struct collect c = { .cgroup_id = cgroup_id };
 	struct wbg_cgroup_inodes ci = { 0 };
 	int r;
 

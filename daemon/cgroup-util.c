@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
-#include <ftw.h>
+#include <fts.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -164,53 +164,44 @@ int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint6
 	return 0;
 }
 
-static uint64_t *walk_ids;
-static size_t walk_n, walk_cap;
-static bool walk_oom;
-
-static int collect_id(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	if (type != FTW_D)
-		return 0;
-	if (walk_n == walk_cap) {
-		uint64_t *v = realloc(walk_ids, (walk_cap = walk_cap ? walk_cap * 2 : 256) * sizeof(*v));
-
-		if (!v) {
-			walk_oom = true;
-			return 1;
-		}
-		walk_ids = v;
-	}
-	walk_ids[walk_n++] = st->st_ino;
-	return 0;
-}
-
-static int cmp_id(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int cg_list_ids(const char *root, uint64_t **ret, size_t *ret_n)
 {
-	int r;
+	char *const roots[] = { (char *)root, NULL };
+	uint64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	FTSENT *e;
+	FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR, NULL);
+	int r = 0;
 
-	/* nftw has no user data: the walk's state is static, so not for
-	 * threads (only the event loop calls this) */
-	walk_ids = NULL;
-	walk_n = walk_cap = 0;
-	walk_oom = false;
-	r = nftw(root, collect_id, 64, FTW_PHYS | FTW_MOUNT);
-	if (r != 0 || walk_oom) {
-		r = walk_oom ? -ENOMEM : -errno;
-		free(walk_ids);
+	if (!fts)
+		return -errno;
+	while ((e = fts_read(fts))) {
+		if (e->fts_info == FTS_NS && e->fts_level == 0) {
+			r = -e->fts_errno;
+			break;
+		}
+		if (e->fts_info != FTS_D)
+			continue; /* files, and directories on their way back up */
+		if (n == cap) {
+			uint64_t *v = realloc(ids, (cap = cap ? cap * 2 : 256) * sizeof(*v));
+
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			ids = v;
+		}
+		ids[n++] = e->fts_statp->st_ino;
+	}
+	fts_close(fts);
+	if (r < 0) {
+		free(ids);
 		return r;
 	}
-	if (walk_n)
-		qsort(walk_ids, walk_n, sizeof(*walk_ids), cmp_id);
-	*ret = walk_ids;
-	*ret_n = walk_n;
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_leading_u64);
+	*ret = ids;
+	*ret_n = n;
 	return 0;
 }
 

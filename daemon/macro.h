@@ -11,7 +11,8 @@
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
-/* tsearch order for structs whose first member is their uint64_t id. */
+/* Order of uint64_t ids, and of structs whose first member is their id
+ * (tsearch, qsort, bsearch). */
 static inline int cmp_leading_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -85,13 +85,6 @@ bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s)
 	return (s->state & (1ULL << WB_HAS_DIRTY_IO_BIT)) || s->b_dirty || s->b_io || s->b_more_io;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* 64 MiB: about 100,000 wbs' entries (some 600 bytes each). */
 #define WB_STATS_MAX (64u << 20)
 
@@ -109,7 +102,7 @@ int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		v[i] = wbs[i].cg_ino;
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), cmp_leading_u64);
 	*ret = v;
 	*ret_n = n;
 	return 0;
@@ -117,7 +110,7 @@ int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
 
 bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
 {
-	return n && bsearch(&cg_ino, set, n, sizeof(*set), cmp_u64);
+	return n && bsearch(&cg_ino, set, n, sizeof(*set), cmp_leading_u64);
 }
 
 int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
