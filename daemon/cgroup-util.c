@@ -120,18 +120,23 @@ static int cg_file(const char *root, const char *path, const char *file, char *b
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* A cgroup's keyed file (memory.stat, cgroup.events...), whole. */
+static int cg_read_text(const char *root, const char *path, const char *file, char **ret)
+{
+	char p[PATH_MAX];
+	int r = cg_file(root, path, file, p, sizeof(p));
+
+	return r < 0 ? r : read_small_file_at(AT_FDCWD, p, 64 * 1024, ret);
+}
+
 int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,
 		      uint64_t *ret)
 {
 	_cleanup_free_ char *text = NULL;
-	char p[PATH_MAX];
 	uint64_t v;
 	int r;
 
-	r = cg_file(root, path, file, p, sizeof(p));
-	if (r < 0)
-		return r;
-	r = read_small_file_at(AT_FDCWD, p, 64 * 1024, &text);
+	r = cg_read_text(root, path, file, &text);
 	if (r < 0)
 		return r;
 	r = keyed_file_parse_u64(text, key, &v);
@@ -144,14 +149,10 @@ int cg_read_keyed_u64(const char *root, const char *path, const char *file, cons
 int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback)
 {
 	_cleanup_free_ char *text = NULL;
-	char p[PATH_MAX];
 	uint64_t d, w;
 	int r;
 
-	r = cg_file(root, path, "memory.stat", p, sizeof(p));
-	if (r < 0)
-		return r;
-	r = read_small_file_at(AT_FDCWD, p, 64 * 1024, &text);
+	r = cg_read_text(root, path, "memory.stat", &text);
 	if (r < 0)
 		return r;
 	r = keyed_file_parse_u64(text, "file_dirty", &d);

@@ -945,17 +945,15 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 	return 0;
 }
 
-/* Handovers a killed wbguardd left in flight: their cgroups may still be
- * dying with data dirty, and nothing else would say so now. Flushed again,
- * then the cleanup cycle, like any removal. */
 /* A handover for a cgroup already gone whose targets are known: redone
- * after a restart. */
+ * after a restart, then the cleanup cycle, like any removal. */
 static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *path, const dev_t *devs,
 			   const bool *bdev, size_t n, uint64_t *ret_id)
 {
 	struct wbg_handover *h = handover_new(++m->next_handover_id, cgroup_id, path, WBG_TRIGGER_RECOVERED,
 					      now_usec(m));
 	struct wbg_plan plan = { 0 };
+	uint64_t id;
 	int r;
 
 	if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
@@ -964,7 +962,7 @@ static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *pa
 	}
 	h->owner = m;
 	h->t_removed = h->t_trigger;
-	*ret_id = h->id;
+	id = h->id;
 	r = handover_plan_recorded(&m->cfg, &m->mounts, &m->bdevs, devs, bdev, n, &plan);
 	if (r >= 0 && plan.n > 0)
 		r = submit_plan(m, h, &plan);
@@ -973,15 +971,16 @@ static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *pa
 		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
 		retire(m, h);
-		return 0;
-	}
-	(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
-					 m->cfg.timeout_usec, 0, on_timeout, h);
+	} else
+		(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+						 m->cfg.timeout_usec, 0, on_timeout, h);
+	*ret_id = id;
 	return 0;
 }
 
-/* The previous wbguardd's handovers that were in flight when it stopped;
- * their cgroup ids go to *covered. */
+/* The previous wbguardd's handovers that were in flight when it stopped:
+ * their cgroups may still be dying with data dirty, and nothing else would
+ * say so now. Their cgroup ids go to *covered, sorted. */
 static int recover_pending(struct manager *m, uint64_t **covered, size_t *n_covered)
 {
 	struct wbg_pending *v = NULL;
@@ -1008,15 +1007,9 @@ static int recover_pending(struct manager *m, uint64_t **covered, size_t *n_cove
 	}
 	pending_free(v, n);
 	free(v);
+	if (*n_covered)
+		qsort(*covered, *n_covered, sizeof(**covered), cmp_leading_u64);
 	return r;
-}
-
-static bool id_in(const uint64_t *v, size_t n, uint64_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
 }
 
 /* Dying wbs that still have dirty IO and that no pending record named:
@@ -1047,7 +1040,7 @@ static int recover_dying(struct manager *m, const uint64_t *covered, size_t n_co
 		size_t k = 0;
 		uint64_t id = 0, cg = wbs[i].cg_ino;
 
-		if (cg == 0 || wbstats_set_has(live, n_live, cg) || id_in(covered, n_covered, cg))
+		if (cg == 0 || wbstats_set_has(live, n_live, cg) || wbstats_set_has(covered, n_covered, cg))
 			continue;
 		/* every device of that cgroup with dirty IO, once */
 		for (size_t j = i; j < n && k < ELEMENTSOF(devs); j++)

@@ -113,53 +113,59 @@ bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
 	return n && bsearch(&cg_ino, set, n, sizeof(*set), cmp_leading_u64);
 }
 
+/* .../bdi/<name>/wb_stats: a block device's bdi is named by its number, as
+ * is an NFS mount's (its anonymous 0:N); others (btrfs-1...) give none. */
+static bool bdi_dev(const char *path, unsigned *ret_major, unsigned *ret_minor)
+{
+	const char *name = path + strlen(path) - strlen("/wb_stats");
+	unsigned maj, min;
+	int end = 0;
+
+	while (name > path && name[-1] != '/')
+		name--;
+	if (sscanf(name, "%u:%u%n", &maj, &min, &end) != 2 || strcmp(name + end, "/wb_stats") != 0)
+		return false;
+	*ret_major = maj;
+	*ret_minor = min;
+	return true;
+}
+
 int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
 {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
 	struct wbg_dirty_wb *out = NULL;
-	size_t n_out = 0;
+	size_t n_out = 0, cap = 0;
 	bool any = false;
+	int r = 0;
 
 	snprintf(pattern, sizeof(pattern), "%s/bdi/*/wb_stats", debugfs);
 	if (glob(pattern, 0, NULL, &g) != 0)
 		return -ENOENT;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		_cleanup_free_ char *text = NULL, *dir = strdup(g.gl_pathv[i]);
+	for (size_t i = 0; i < g.gl_pathc && r >= 0; i++) {
+		_cleanup_free_ char *text = NULL;
 		_cleanup_free_ struct wbg_wb_stat *v = NULL;
 		unsigned maj = 0, min = 0;
-		char *name, *slash, tail;
 		bool has_dev;
 		size_t n = 0;
 
-		if (!dir) {
-			free(out);
-			globfree(&g);
-			return -ENOMEM;
-		}
 		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text) < 0 ||
 		    wbstats_parse(text, &v, &n) < 0)
 			continue;
 		any = true;
-		/* .../bdi/<name>/wb_stats: a block device's bdi is named by its
-		 * number, as is an NFS mount's (its anonymous 0:N); others
-		 * (btrfs-1...) give none */
-		slash = strrchr(dir, '/');
-		*slash = 0;
-		name = strrchr(dir, '/') + 1;
-		has_dev = sscanf(name, "%u:%u%c", &maj, &min, &tail) == 2;
+		has_dev = bdi_dev(g.gl_pathv[i], &maj, &min);
 		for (size_t k = 0; k < n; k++) {
-			struct wbg_dirty_wb *a;
-
 			if (!wb_stat_has_dirty_io(&v[k]))
 				continue;
-			a = realloc(out, (n_out + 1) * sizeof(*a));
-			if (!a) {
-				free(out);
-				globfree(&g);
-				return -ENOMEM;
+			if (n_out == cap) {
+				struct wbg_dirty_wb *a = realloc(out, (cap = cap ? cap * 2 : 16) * sizeof(*a));
+
+				if (!a) {
+					r = -ENOMEM;
+					break;
+				}
+				out = a;
 			}
-			out = a;
 			out[n_out++] = (struct wbg_dirty_wb){ .cg_ino = v[k].cg_ino,
 							     .has_dev = has_dev,
 							     .major = maj,
@@ -167,9 +173,11 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 		}
 	}
 	globfree(&g);
-	if (!any) {
+	if (r >= 0 && !any)
+		r = -ENOENT;
+	if (r < 0) {
 		free(out);
-		return -ENOENT;
+		return r;
 	}
 	*ret = out;
 	*ret_n = n_out;
