@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,31 +140,40 @@ static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
 	registry_remove(w->reg, c);
 }
 
-/* Tracks one cgroup (if new) and, when recurse, everything below it: a
- * child created before our watch on its parent existed is found here. */
-static int track(struct wbg_watch *w, const char *path, bool recurse)
+/* A path we cannot name in PATH_MAX bytes (a tenant's deep or long-named
+ * subtree): not tracked, counted, and said once per walk. */
+static bool path_fits(struct wbg_watch *w, const char *path)
+{
+	if (strlen(w->root) + 1 + strlen(path) < PATH_MAX)
+		return true;
+	w->paths_too_long++;
+	if (!w->too_long_logged)
+		log_warning("Not tracking cgroups whose path is longer than %d bytes (first: %.64s...)", PATH_MAX - 1, path);
+	w->too_long_logged = true;
+	return false;
+}
+
+/* Tracks one cgroup if new. Sets *ret_descend when what is below it is in
+ * scope and may hold cgroups. */
+static int track_one(struct wbg_watch *w, const char *path, const struct stat *st, bool *ret_descend)
 {
 	char p[PATH_MAX];
 	struct wbg_cgroup *c;
 	bool ancestor_only;
-	struct stat st;
 	int r;
 
-	if (!watch_in_scope(w, path, &ancestor_only))
+	*ret_descend = false;
+	if (!watch_in_scope(w, path, &ancestor_only) || !path_fits(w, path))
 		return 0;
 	join(p, sizeof(p), w->root, path);
-	if (stat(p, &st) < 0)
-		return errno == ENOENT ? 0 : -errno; /* vanished under us: normal */
-	if (!S_ISDIR(st.st_mode))
-		return 0;
 	c = registry_find_path(w->reg, path);
-	if (c && c->id != st.st_ino) {
+	if (c && c->id != st->st_ino) {
 		/* Removed and recreated between two looks: the old one is gone. */
 		removed(w, c, true);
 		c = NULL;
 	}
 	if (!c) {
-		r = registry_add(w->reg, st.st_ino, path, &c);
+		r = registry_add(w->reg, st->st_ino, path, &c);
 		if (r == -EEXIST)
 			return 0;
 		if (r < 0)
@@ -185,34 +195,74 @@ static int track(struct wbg_watch *w, const char *path, bool recurse)
 		c->populated = read_populated(w, c);
 		if (c->in_scope && w->ops->tracked)
 			w->ops->tracked(w, c);
-	}
-	else if (c->wd_dir < 0 || (c->in_scope && *c->path && c->wd_events < 0)) {
+	} else if (c->wd_dir < 0 || (c->in_scope && *c->path && c->wd_events < 0)) {
 		/* missing a watch from an earlier failure: try again */
 		r = add_watches(w, c);
 		if (r == -ENOSPC || r == -ENOMEM)
 			w->watch_limit_hit = true;
 	}
 	c->seen = w->generation;
-	if (!recurse)
-		return 0;
-	{
-		_cleanup_closedir_ DIR *d = opendir(p);
-		struct dirent *de;
-
-		if (!d)
-			return errno == ENOENT ? 0 : -errno;
-		while ((de = readdir(d))) {
-			char child[PATH_MAX];
-
-			if (de->d_type != DT_DIR || de->d_name[0] == '.')
-				continue;
-			join(child, sizeof(child), path, de->d_name);
-			r = track(w, child, true);
-			if (r == -ENOMEM)
-				return r;
-		}
-	}
+	*ret_descend = true;
 	return 0;
+}
+
+/* Tracks the cgroup at path and everything below it: a child created before
+ * our watch on its parent existed is found here. Iterative (fts keeps the
+ * path, not our stack), so a tenant's chain of thousands of nested cgroups
+ * costs heap, not frames. */
+static int track(struct wbg_watch *w, const char *path)
+{
+	char top[PATH_MAX];
+	char *const roots[] = { top, NULL };
+	size_t rl = strlen(w->root);
+	FTS *fts;
+	FTSENT *e;
+	int r = 0;
+
+	if (!path_fits(w, path))
+		return 0;
+	join(top, sizeof(top), w->root, path);
+	/* FTS_NOSTAT: a cgroup's many control files are told apart by d_type,
+	 * only directories are stat()ed. */
+	fts = fts_open(roots, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR | FTS_NOSTAT, NULL);
+	if (!fts)
+		return -errno;
+	while ((e = fts_read(fts))) {
+		const char *rel;
+		struct stat st;
+		bool descend;
+
+		if (e->fts_info == FTS_DP || e->fts_info == FTS_NSOK || e->fts_info == FTS_F)
+			continue;
+		rel = e->fts_path + rl;
+		while (*rel == '/')
+			rel++;
+		if (e->fts_info != FTS_D) {
+			/* vanished under us (normal), too deep to name, or unreadable */
+			if (e->fts_errno == ENAMETOOLONG)
+				(void)path_fits(w, rel);
+			else if (e->fts_errno && e->fts_errno != ENOENT && e->fts_level == 0)
+				r = -e->fts_errno;
+			continue;
+		}
+		if (e->fts_level > 0 && e->fts_name[0] == '.') {
+			(void)fts_set(fts, e, FTS_SKIP);
+			continue;
+		}
+		/* FTS_NOSTAT leaves fts_statp unset: stat the directory here */
+		if (!path_fits(w, rel) || stat(e->fts_path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			(void)fts_set(fts, e, FTS_SKIP);
+			continue; /* vanished under us: normal */
+		}
+		r = track_one(w, rel, &st, &descend);
+		if (r == -ENOMEM)
+			break;
+		r = 0;
+		if (!descend)
+			(void)fts_set(fts, e, FTS_SKIP);
+	}
+	fts_close(fts);
+	return r;
 }
 
 /* Startup and rescans walk with libcgroup when it knows our cgroupfs mount
@@ -241,7 +291,11 @@ static int walk_libcgroup(struct wbg_watch *w)
 			n = strlen(rel);
 			while (n > 0 && rel[n - 1] == '/')
 				rel[--n] = 0;
-			if (track(w, rel, false) == -ENOMEM) {
+			struct stat st;
+			bool descend;
+
+			if (stat(info.full_path, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    track_one(w, rel, &st, &descend) == -ENOMEM) {
 				cgroup_walk_tree_end(&handle);
 				return -ENOMEM;
 			}
@@ -284,10 +338,11 @@ int watch_rescan(struct wbg_watch *w)
 	w->rescans++;
 	w->rescan_needed = false;
 	w->watch_limit_hit = false;
+	w->too_long_logged = false;
 	r = walk_libcgroup(w);
 	if (r < 0) {
 		log_debug("Walking %s ourselves (libcgroup does not know it as the memory hierarchy)", w->root);
-		r = track(w, "", true);
+		r = track(w, "");
 	} else
 		log_debug("Walked %s with libcgroup", w->root);
 	if (r == -ENOMEM)
@@ -343,7 +398,7 @@ static void dispatch(struct wbg_watch *w, const struct inotify_event *e)
 
 		join(child, sizeof(child), c->path, e->name);
 		if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
-			if (track(w, child, true) == -ENOMEM)
+			if (track(w, child) == -ENOMEM)
 				log_oom();
 		} else if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
 			struct wbg_cgroup *gone = registry_find_path(w->reg, child);

@@ -69,6 +69,28 @@ static void rmcg(const char *path)
 	rmdir(p);
 }
 
+/* A chain of n nested directories named name below path, made with
+ * mkdirat so that its depth is not bounded by PATH_MAX here. */
+static void mkchain(const char *path, const char *name, int n)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", root, path);
+	mkdir(p, 0755);
+	fd = open(p, O_RDONLY | O_DIRECTORY);
+	for (int i = 0; i < n && fd >= 0; i++) {
+		int next;
+
+		(void)mkdirat(fd, name, 0755);
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static void pump(struct wbg_watch *w)
 {
 	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
@@ -148,6 +170,32 @@ int main(void)
 	CHECK(!watch_in_scope(&w, "kubepods.slicex", &anc), "a name sharing the prefix is outside");
 	w.exclude = strdup("kubepods.slice/pod2");
 	CHECK(!watch_in_scope(&w, "kubepods.slice/pod2/c1", &anc), "the excluded subtree is outside");
+	watch_done(&w);
+	registry_free(&reg);
+
+	/* A tenant's chain of 2,000 nested cgroups (a delegated subtree): the
+	 * walk is iterative, so neither the start, a rescan, nor a chain made
+	 * faster than inotify is read exhausts the stack (8 KiB a level
+	 * crashed the recursive walk under the default 8 MiB). The temporary
+	 * tree is not libcgroup's mount, as the DaemonSet's host_root is not:
+	 * the walk is ours. */
+	mkchain("deep", "d", 2000);
+	CHECK(watch_init(&w, root, NULL, 0, &reg, &ops, NULL) == 0 && watch_rescan(&w) == 0,
+	      "start with a 2,000-level chain");
+	{
+		size_t before = reg.n;
+
+		CHECK(before >= 2001, "the whole chain is tracked (%zu cgroups)", before);
+		CHECK(watch_rescan(&w) == 0 && reg.n == before, "a rescan walks it again (%zu)", reg.n);
+		mkchain("deep2", "e", 2000); /* while running, faster than events are read */
+		pump(&w);
+		CHECK(reg.n == before + 2001, "a chain made while running is tracked (%zu new)", reg.n - before);
+	}
+	/* Deeper than PATH_MAX can name: not tracked, counted, no crash. */
+	mkchain("long", "a-name-of-thirty-two-characters", 200);
+	pump(&w);
+	CHECK(w.paths_too_long > 0, "paths over PATH_MAX are counted (%llu)", (unsigned long long)w.paths_too_long);
+	CHECK(watch_rescan(&w) == 0, "a rescan with them survives");
 	watch_done(&w);
 	registry_free(&reg);
 	{

@@ -4,8 +4,7 @@
 # active; but that 6.12 adaptation never allocates memcg_bdev_frn_wq, so the
 # kernel takes the owner-wb path for foreign bdev dirtying all the same. Once
 # that is seen the verdict turns missing ("dormant"), and verify agrees.
-# (tests/vm/kernel/build makes the kernel with the workqueue: see
-# verdict-bdevfrnwq.sh.)
+# (The bdevfrnwq kernel has the workqueue: see verdict-bdevfrnwq.sh.)
 . "$WBG_TOP/tests/vm/lib.sh"
 . "$WBG_TOP/tests/vm/bdev-foreign.sh"
 daemon_start "$WBG_BUILD"

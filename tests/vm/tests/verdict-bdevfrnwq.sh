@@ -1,6 +1,6 @@
 # vm: --kernel bdevfrnwq --disks ext4
-# Both fallback patches with seed 001's workqueue allocated (built by
-# tests/vm/kernel/build): foreign bdev dirtying takes seed 001's own path,
+# Both fallback patches with seed 001's workqueue allocated (patch 0003,
+# ../shared/kernels): foreign bdev dirtying takes seed 001's own path,
 # the kernel calls bdev_flush_by_dev from its workqueue, and the verdict is
 # active from what the kernel did.
 . "$WBG_TOP/tests/vm/lib.sh"
