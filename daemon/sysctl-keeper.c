@@ -59,9 +59,11 @@ static int write_value(struct wbg_sysctl *k, unsigned v)
 	return 0;
 }
 
-/* The state file: the original, what we wrote, and who holds it. Written
- * to a temporary file, synced and renamed, so a crash leaves the old or the
- * new one whole. */
+/* The state file: the original, what we are about to write, what the
+ * sysctl held before that write (ours or the admin's), and who holds it.
+ * Written to a temporary file, synced and renamed, so a crash leaves the
+ * old or the new one whole; a crash between it and the write leaves the
+ * sysctl at "previous", which the next start must accept as ours too. */
 static int save_state(struct wbg_sysctl *k, unsigned written)
 {
 	struct json_object *o = json_object_new_object(), *h = json_object_new_array();
@@ -83,6 +85,7 @@ static int save_state(struct wbg_sysctl *k, unsigned written)
 	json_object_object_add(o, "sysctl", json_object_new_string(WBG_SYSCTL_NAME));
 	json_object_object_add(o, "original", json_object_new_int64(k->original));
 	json_object_object_add(o, "written", json_object_new_int64(written));
+	json_object_object_add(o, "previous", json_object_new_int64(k->lowered ? k->written : k->original));
 	json_object_object_add(o, "pid", json_object_new_int64(getpid()));
 	json_object_object_add(o, "holders", h);
 	r = asprintf(&text, "%s\n",
@@ -143,7 +146,8 @@ int sysctl_keeper_open(struct wbg_sysctl *k, const char *proc_sys, const char *s
 		return 0;
 	}
 	k->original = (unsigned)json_object_get_int64(v);
-	if (json_object_object_get_ex(o, "written", &v) && json_object_get_int64(v) == (int64_t)cur) {
+	if ((json_object_object_get_ex(o, "written", &v) && json_object_get_int64(v) == (int64_t)cur) ||
+	    (json_object_object_get_ex(o, "previous", &v) && json_object_get_int64(v) == (int64_t)cur)) {
 		log_notice("%s is %u as a previous wbguardd left it; restoring the admin's %u (from %s)", WBG_SYSCTL_NAME,
 			   cur, k->original, k->state_path);
 		r = write_value(k, k->original);

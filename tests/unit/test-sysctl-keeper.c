@@ -69,6 +69,18 @@ int main(void)
 	CHECK(sysctl_keeper_open(&k, proc, state) == 0 && value() == 3000 && k.original == 3000 && k.recovered == 1 &&
 		      !has_state(),
 	      "after a crash the next start restores 3000, not the lowered 500");
+	/* Killed between saving the new value and writing it, while already
+	 * lowered: the sysctl still has the earlier lowered value, which the
+	 * next start must take as ours, not as the admin's. The write is made
+	 * to fail (a directory in its place) to stop there. */
+	CHECK(sysctl_keeper_hold(&k, "pod-a", 500) == 0 && value() == 500, "lowered to 500");
+	unlink(file);
+	mkdir(file, 0755);
+	CHECK(sysctl_keeper_hold(&k, "pod-b", 1) < 0 && has_state(), "the second write stops after the state file");
+	rmdir(file);
+	set_value("500\n");
+	CHECK(sysctl_keeper_open(&k, proc, state) == 0 && value() == 3000 && k.original == 3000 && !has_state(),
+	      "the next start restores 3000, not the 500 in flight (%u)", value());
 	/* The admin changed it while wbguardd was down: theirs stays. */
 	CHECK(sysctl_keeper_hold(&k, "boost", 500) == 0, "lowered");
 	set_value("1000\n");
