@@ -31,6 +31,7 @@ static int on_conn_disconnected(sd_bus_message *msg, void *userdata, sd_bus_erro
 	return 0;
 }
 
+/* Takes fd: closed here on failure, by the bus once it has it. */
 static int serve(struct manager *m, int fd, size_t slot)
 {
 	_cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
@@ -38,10 +39,13 @@ static int serve(struct manager *m, int fd, size_t slot)
 	int r;
 
 	r = sd_bus_new(&bus);
-	if (r < 0)
+	if (r >= 0)
+		r = sd_bus_set_fd(bus, fd, fd);
+	if (r < 0) {
+		close(fd);
 		return r;
-	(void)sd_id128_randomize(&id);
-	r = sd_bus_set_fd(bus, fd, fd);
+	}
+	r = sd_id128_randomize(&id);
 	if (r >= 0)
 		r = sd_bus_set_server(bus, 1, id);
 	if (r >= 0)
@@ -86,14 +90,12 @@ static int on_control(sd_event_source *s, int lfd, uint32_t revents, void *userd
 			    (int)cred.pid);
 		return 0;
 	}
-	r = serve(m, fd, slot);
+	r = serve(m, TAKE_FD(fd), slot);
 	if (r < 0) {
 		if (r == -ENOMEM)
 			return log_oom();
 		log_warning_errno(r, "Control socket: cannot serve pid %d", (int)cred.pid);
-		return 0;
 	}
-	TAKE_FD(fd); /* the bus owns it */
 	return 0;
 }
 

@@ -24,6 +24,7 @@ static const char *const outcomes[] = {
 	[WBG_OUTCOME_CLEAN] = "clean",		 [WBG_OUTCOME_NO_TARGETS] = "no-targets",
 	[WBG_OUTCOME_FAILED] = "failed",	 [WBG_OUTCOME_TIMEOUT] = "timeout",
 	[WBG_OUTCOME_DISABLED] = "disabled",	 [WBG_OUTCOME_CHILDREN] = "children",
+	[WBG_OUTCOME_INTERRUPTED] = "interrupted",
 };
 
 const char *wbg_trigger_to_string(enum wbg_trigger t)

@@ -44,6 +44,7 @@ enum wbg_outcome {
 	WBG_OUTCOME_TIMEOUT,     /* a target did not finish in time */
 	WBG_OUTCOME_DISABLED,    /* mitigation off (kernel has the fallback, or configured) */
 	WBG_OUTCOME_CHILDREN,    /* a parent: its children's handovers cover it */
+	WBG_OUTCOME_INTERRUPTED, /* wbguardd stopped during its flush: the next start redoes it */
 	_WBG_OUTCOME_MAX,
 };
 

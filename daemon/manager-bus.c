@@ -239,7 +239,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		wbg_verdict_to_string(m->dying_wb), "bdev_foreign_flush", "s", wbg_verdict_to_string(m->bdev_flush),
 		"mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL, "system_bus", "b", m->bus_name_owned,
 		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers", "t", (uint64_t)m->containers.n,
-		"active_handovers", "t", m->next_handover_id - total, "handovers_total", "t", total,
+		"active_handovers", "t", (uint64_t)m->n_active, "handovers_total", "t", total,
 		"flushed_device_bytes", "t", m->flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
 }
 

@@ -195,7 +195,8 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	}
 	m->flushed_device_bytes += h->device_bytes;
 	sd_event_source_disable_unref(h->timeout_source);
-	tdelete(h, &m->active, cmp_leading_u64);
+	if (tdelete(h, &m->active, cmp_leading_u64))
+		m->n_active--;
 	if (h->pending_saved)
 		pending_drop(m->cfg.state_dir, h->id);
 	m->handovers[h->trigger][h->outcome]++;
@@ -505,7 +506,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	 * populated 0 (clean, disabled, children) covers the removal too. */
 	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
 		return;
-	h = handover_new(++m->next_handover_id, c->id, c->path, trigger, now_usec(m));
+	h = handover_new(ids_next(&m->ids), c->id, c->path, trigger, now_usec(m));
 	if (!h) {
 		log_oom();
 		return;
@@ -517,6 +518,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		log_oom();
 		return;
 	}
+	m->n_active++;
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
 	else
@@ -950,7 +952,7 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *path, const dev_t *devs,
 			   const bool *bdev, size_t n, uint64_t *ret_id)
 {
-	struct wbg_handover *h = handover_new(++m->next_handover_id, cgroup_id, path, WBG_TRIGGER_RECOVERED,
+	struct wbg_handover *h = handover_new(ids_next(&m->ids), cgroup_id, path, WBG_TRIGGER_RECOVERED,
 					      now_usec(m));
 	struct wbg_plan plan = { 0 };
 	uint64_t id;
@@ -960,6 +962,7 @@ static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *pa
 		handover_free(h);
 		return log_oom();
 	}
+	m->n_active++;
 	h->owner = m;
 	h->t_removed = h->t_trigger;
 	id = h->id;
@@ -1124,7 +1127,7 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 	c = registry_find_path(&m->reg, rel);
 	if (c && !c->removed && c->in_scope) {
 		if (!c->handover) {
-			uint64_t id = m->next_handover_id + 1;
+			uint64_t id = m->ids.last + 1;
 
 			handover_event(m, c, WBG_TRIGGER_API);
 			if (!c->handover) { /* over already (clean, flush disabled...) */
@@ -1333,6 +1336,8 @@ int manager_start(struct manager *m)
 	snprintf(path, sizeof(path), "%s", m->cfg.state_dir);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		log_warning_errno(errno, "Cannot create %s", path);
+	/* above every id a previous run reserved or left pending */
+	ids_open(&m->ids, m->cfg.state_dir, pending_max_id(m->cfg.state_dir));
 	r = expiry_start(m);
 	if (r < 0)
 		return r;
@@ -1407,10 +1412,6 @@ struct manager *manager_free(struct manager *m)
 	if (!m)
 		return NULL;
 	(void)sd_notify(false, "STOPPING=1");
-	if (m->event) {
-		expiry_stop(m); /* the admin's sysctl back first */
-		metrics_textfile_update(m, true);
-	}
 	while (m->waiters) {
 		reply_flush(m->waiters->call, m->waiters->handover_id, "pending", "daemon stopping");
 		waiter_free(m->waiters);
@@ -1442,6 +1443,7 @@ struct manager *manager_free(struct manager *m)
 			twalk_r(m->active, collect_active, &p);
 			for (struct wbg_handover **q = v; q < p; q++) {
 				if ((*q)->n_pending) {
+					(*q)->outcome = WBG_OUTCOME_INTERRUPTED;
 					(*q)->reason = "daemon stopped during the flush";
 					(*q)->pending_saved = false; /* kept: the next start redoes it */
 				}
@@ -1449,6 +1451,13 @@ struct manager *manager_free(struct manager *m)
 			}
 			free(v);
 		}
+	}
+	/* Last, after every handover is retired (a retired one may not
+	 * boost any more, but nothing may hold it after this): the admin's
+	 * value back and the state file gone. */
+	if (m->event) {
+		expiry_stop(m);
+		metrics_textfile_update(m, true);
 	}
 	flush_pool_free(m->pool);
 	watch_done(&m->watch);

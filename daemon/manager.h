@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "handover.h"
 #include "mountinfo.h"
+#include "pending.h"
 #include "registry.h"
 #include "scratch.h"
 #include "sysctl-keeper.h"
@@ -93,7 +94,8 @@ struct manager {
 	int mountinfo_fd;
 
 	void *active; /* tsearch tree of in-flight handovers, by id */
-	uint64_t next_handover_id;
+	struct wbg_ids ids; /* handover ids, unique across restarts */
+	size_t n_active;    /* handovers in m->active */
 	FILE *records;
 	uint64_t records_written;
 

@@ -135,3 +135,63 @@ void pending_free(struct wbg_pending *p, size_t n)
 		free(p[i].bdev);
 	}
 }
+
+uint64_t pending_max_id(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t max = 0;
+
+	while (d && (de = readdir(d))) {
+		unsigned long long id;
+
+		if (sscanf(de->d_name, "pending-%llu.json", &id) == 1 && id > max)
+			max = id;
+	}
+	return max;
+}
+
+static void ids_reserve(struct wbg_ids *ids)
+{
+	char text[32];
+	int r;
+
+	snprintf(text, sizeof(text), "%" PRIu64 "\n", ids->last + WBG_IDS_BLOCK);
+	/* in /run, like the pending records: no fsync */
+	r = write_file_atomic(ids->path, text, false);
+	if (r < 0) {
+		/* ids stay unique within this run and above every pending
+		 * record; only a later run may reuse some */
+		ids->errors++;
+		log_warning_errno(r, "Cannot save the handover id reservation in %s", ids->path);
+	}
+	ids->reserved = ids->last + WBG_IDS_BLOCK;
+}
+
+void ids_open(struct wbg_ids *ids, const char *dir, uint64_t floor)
+{
+	_cleanup_free_ char *text = NULL;
+	uint64_t saved = 0;
+
+	*ids = (struct wbg_ids){ 0 };
+	snprintf(ids->path, sizeof(ids->path), "%s/handover-ids", dir);
+	if (read_small_file_at(AT_FDCWD, ids->path, 64, &text) == 0) {
+		char *end;
+
+		errno = 0;
+		saved = strtoull(text, &end, 10);
+		if (errno || end == text || (*end && *end != '\n')) {
+			log_warning("%s: not a number; handover ids go on from %" PRIu64, ids->path, floor);
+			saved = 0;
+		}
+	}
+	ids->last = saved > floor ? saved : floor;
+	ids->reserved = ids->last;
+}
+
+uint64_t ids_next(struct wbg_ids *ids)
+{
+	if (ids->last >= ids->reserved)
+		ids_reserve(ids);
+	return ++ids->last;
+}

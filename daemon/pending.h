@@ -29,3 +29,19 @@ void pending_drop(const char *dir, uint64_t id);
  * files stay until pending_drop. */
 int pending_load(const char *dir, struct wbg_pending **ret, size_t *ret_n);
 void pending_free(struct wbg_pending *p, size_t n);
+/* The highest id of the records in dir (by file name), 0 if none. */
+uint64_t pending_max_id(const char *dir);
+
+/* Handover ids go on across restarts, so that a record, a log line and a
+ * pending file name one handover only: <dir>/handover-ids holds the end of
+ * the block of ids a run has reserved, written before any id of the block
+ * is used. */
+#define WBG_IDS_BLOCK 4096
+struct wbg_ids {
+	char path[4096];
+	uint64_t last, reserved; /* the last id given; ids up to reserved are ours */
+	uint64_t errors;         /* reservations that could not be saved */
+};
+/* floor: the highest id known to be taken (pending records). */
+void ids_open(struct wbg_ids *ids, const char *dir, uint64_t floor);
+uint64_t ids_next(struct wbg_ids *ids);

@@ -43,6 +43,37 @@ int main(void)
 	CHECK(pending_load(dir, &v, &n) == 0 && n == 0, "dropped: nothing pending");
 	free(v);
 	CHECK(pending_load("/nonexistent/wbg", &v, &n) == 0 && n == 0, "no state directory: nothing pending");
+
+	/* Handover ids across restarts: a new run never gives an id an
+	 * earlier run gave (a restart used to start at 1 again, and recovery
+	 * dropped the pending record of the handover it had just started). */
+	{
+		struct wbg_ids ids;
+		uint64_t a, b, c;
+
+		ids_open(&ids, dir, 0);
+		a = ids_next(&ids);
+		b = ids_next(&ids);
+		CHECK(a == 1 && b == 2, "a first run counts from 1 (%llu, %llu)", (unsigned long long)a,
+		      (unsigned long long)b);
+		ids_open(&ids, dir, 0); /* killed, started again */
+		c = ids_next(&ids);
+		CHECK(c > b, "after a restart the next id is new (%llu)", (unsigned long long)c);
+		for (int i = 0; i < WBG_IDS_BLOCK + 10; i++)
+			c = ids_next(&ids);
+		ids_open(&ids, dir, 0);
+		CHECK(ids_next(&ids) > c, "also past a reserved block");
+		CHECK(pending_save(dir, 1000000, "x", 1, NULL, NULL, 0) == 0 && pending_max_id(dir) == 1000000,
+		      "the highest pending id, by name");
+		pending_drop(dir, 1000000);
+		ids_open(&ids, dir, 1000000);
+		CHECK(ids_next(&ids) == 1000001, "a pending record's id is a floor");
+		snprintf(p, sizeof(p), "%s/handover-ids", dir);
+		unlink(p);
+		ids_open(&ids, "/nonexistent/wbg", 41);
+		CHECK(ids_next(&ids) == 42 && ids_next(&ids) == 43 && ids.errors == 1,
+		      "a reservation that cannot be saved is counted; ids go on");
+	}
 	rmdir(dir);
 	return tap_done();
 }
