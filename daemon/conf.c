@@ -21,6 +21,7 @@ void config_init(struct wbg_config *c)
 		.cgroup_root = "/sys/fs/cgroup",
 		.log_level = LOG_INFO,
 		.state_dir = "/run/wbguard",
+		.records_max_bytes = 4 << 20,
 		.proc_sys = "/proc/sys",
 		.flush = true,
 		.workers = 4,
@@ -288,6 +289,11 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		       parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
 	if (IS("daemon", "state_dir"))
 		return *expect = "an absolute path", parse_path(v, true, c->state_dir, sizeof(c->state_dir));
+	if (IS("daemon", "records_max_size")) {
+		*expect = "a size from 64K to 1G (K, M, G suffixes)";
+		r = parse_size(v, &c->records_max_bytes);
+		return r < 0 || c->records_max_bytes < (64 << 10) || c->records_max_bytes > (1ULL << 30) ? -EINVAL : 0;
+	}
 	if (IS("daemon", "scratch_cgroup"))
 		return *expect = "a cgroup path relative to cgroup_root",
 		       parse_path(v[0] == '/' ? v + 1 : v, false, c->scratch_cgroup, sizeof(c->scratch_cgroup));

@@ -206,11 +206,7 @@ static void retire(struct manager *m, struct wbg_handover *h)
 	json = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	log_handover(m, h, json);
 	remember(m, h, json);
-	if (m->records) {
-		fprintf(m->records, "%s\n", json);
-		fflush(m->records);
-		m->records_written++;
-	}
+	records_append(&m->records, json);
 	json_object_put(o);
 	handover_free(h);
 	/* new evidence comes with use; at most every 10 s, never on a timer */
@@ -1341,10 +1337,7 @@ int manager_start(struct manager *m)
 	r = expiry_start(m);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof(path), "%s/handovers.jsonl", m->cfg.state_dir);
-	m->records = fopen(path, "ae");
-	if (!m->records)
-		log_warning_errno(errno, "Cannot open %s; handover records go to the log only", path);
+	(void)records_open(&m->records, m->cfg.state_dir, m->cfg.records_max_bytes);
 
 	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
 	if (r < 0)
@@ -1473,8 +1466,7 @@ struct manager *manager_free(struct manager *m)
 	mountinfo_free(&m->mounts);
 	if (m->mountinfo_fd >= 0)
 		close(m->mountinfo_fd);
-	if (m->records)
-		fclose(m->records);
+	records_close(&m->records);
 	sd_event_unref(m->event);
 	config_done(&m->cfg);
 	free(m->config_path);

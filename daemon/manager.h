@@ -16,6 +16,7 @@
 #include "handover.h"
 #include "mountinfo.h"
 #include "pending.h"
+#include "records.h"
 #include "registry.h"
 #include "scratch.h"
 #include "sysctl-keeper.h"
@@ -96,8 +97,7 @@ struct manager {
 	void *active; /* tsearch tree of in-flight handovers, by id */
 	struct wbg_ids ids; /* handover ids, unique across restarts */
 	size_t n_active;    /* handovers in m->active */
-	FILE *records;
-	uint64_t records_written;
+	struct wbg_records records;
 
 	/* counters, exported later as metrics */
 	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];

@@ -49,6 +49,10 @@ void metrics_write(struct manager *m, FILE *f)
 		m->watch.overflows);
 	metric_counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
 		m->watch.watch_failures);
+	metric_counter(f, "wbguard_records_rotations_total",
+		"Times handovers.jsonl reached records_max_size and was rotated.", m->records.rotations);
+	metric_counter(f, "wbguard_records_errors_total", "Handover records that could not be written to handovers.jsonl.",
+		m->records.errors);
 	metric_counter(f, "wbguard_cgroup_paths_too_long_total",
 		"Cgroups not tracked because their path is longer than PATH_MAX.", m->watch.paths_too_long);
 	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",

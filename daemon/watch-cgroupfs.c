@@ -87,9 +87,12 @@ bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ances
 	return false;
 }
 
-static void join(char *buf, size_t size, const char *a, const char *b)
+/* false when it did not fit (callers check path_fits() first) */
+static bool join(char *buf, size_t size, const char *a, const char *b)
 {
-	snprintf(buf, size, "%s%s%s", a, *a && *b ? "/" : "", b);
+	int n = snprintf(buf, size, "%s%s%s", a, *a && *b ? "/" : "", b);
+
+	return n >= 0 && (size_t)n < size;
 }
 
 static int add_watches(struct wbg_watch *w, struct wbg_cgroup *c)
@@ -97,7 +100,8 @@ static int add_watches(struct wbg_watch *w, struct wbg_cgroup *c)
 	char p[PATH_MAX];
 	int wd, r;
 
-	join(p, sizeof(p), w->root, c->path);
+	if (!join(p, sizeof(p), w->root, c->path))
+		return -ENAMETOOLONG;
 	wd = inotify_add_watch(w->fd, p, DIR_MASK);
 	if (wd < 0)
 		return -errno;
@@ -112,8 +116,7 @@ static int add_watches(struct wbg_watch *w, struct wbg_cgroup *c)
 		struct stat st;
 
 		r = -errno;
-		join(p, sizeof(p), w->root, c->path);
-		if (r == -ENOENT && stat(p, &st) == 0)
+		if (r == -ENOENT && join(p, sizeof(p), w->root, c->path) && stat(p, &st) == 0)
 			return 0; /* a directory that is no cgroup: nothing to watch in it */
 		return r;
 	}
@@ -165,7 +168,8 @@ static int track_one(struct wbg_watch *w, const char *path, const struct stat *s
 	*ret_descend = false;
 	if (!watch_in_scope(w, path, &ancestor_only) || !path_fits(w, path))
 		return 0;
-	join(p, sizeof(p), w->root, path);
+	if (!join(p, sizeof(p), w->root, path))
+		return 0;
 	c = registry_find_path(w->reg, path);
 	if (c && c->id != st->st_ino) {
 		/* Removed and recreated between two looks: the old one is gone. */
@@ -219,9 +223,8 @@ static int track(struct wbg_watch *w, const char *path)
 	FTSENT *e;
 	int r = 0;
 
-	if (!path_fits(w, path))
+	if (!path_fits(w, path) || !join(top, sizeof(top), w->root, path))
 		return 0;
-	join(top, sizeof(top), w->root, path);
 	/* FTS_NOSTAT: a cgroup's many control files are told apart by d_type,
 	 * only directories are stat()ed. */
 	fts = fts_open(roots, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR | FTS_NOSTAT, NULL);
@@ -396,7 +399,10 @@ static void dispatch(struct wbg_watch *w, const struct inotify_event *e)
 	if (e->len && (e->mask & IN_ISDIR)) {
 		char child[PATH_MAX];
 
-		join(child, sizeof(child), c->path, e->name);
+		if (!join(child, sizeof(child), c->path, e->name)) {
+			w->paths_too_long++; /* as path_fits() counts it */
+			return;
+		}
 		if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
 			if (track(w, child) == -ENOMEM)
 				log_oom();
