@@ -40,9 +40,11 @@ static struct json_object *parse_object(const char *text, size_t len, size_t max
 }
 
 /* A string field: required or not, no longer than size - 1, no control
- * characters. */
-static int get_string(struct json_object *o, const char *what, const char *key, bool required, char *buf,
-		      size_t size, char *err, size_t errlen)
+ * characters. Too long is -E2BIG (our limit); control characters are
+ * ctrl_err: -EINVAL where they make the field malformed, -E2BIG where the
+ * spec allows them (paths) and only we do not. */
+static int get_string_ctrl(struct json_object *o, const char *what, const char *key, bool required, char *buf,
+			   size_t size, int ctrl_err, char *err, size_t errlen)
 {
 	struct json_object *v;
 	const char *s;
@@ -65,10 +67,16 @@ static int get_string(struct json_object *o, const char *what, const char *key, 
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
 			snprintf(err, errlen, "%s: '%s' has control characters", what, key);
-			return -EINVAL;
+			return ctrl_err;
 		}
 	memcpy(buf, s, strlen(s) + 1);
 	return 0;
+}
+
+static int get_string(struct json_object *o, const char *what, const char *key, bool required, char *buf,
+		      size_t size, char *err, size_t errlen)
+{
+	return get_string_ctrl(o, what, key, required, buf, size, -EINVAL, err, errlen);
 }
 
 /* annotations: an object of strings, or absent (then empty). */
@@ -152,9 +160,9 @@ static int get_mount(struct json_object *m, size_t i, struct oci_mount *ret, cha
 		snprintf(err, errlen, "%s must be an object", what);
 		return -EINVAL;
 	}
-	r = get_string(m, what, "destination", true, dst, sizeof(dst), err, errlen);
+	r = get_string_ctrl(m, what, "destination", true, dst, sizeof(dst), -E2BIG, err, errlen);
 	if (r == 0)
-		r = get_string(m, what, "source", false, src, sizeof(src), err, errlen);
+		r = get_string_ctrl(m, what, "source", false, src, sizeof(src), -E2BIG, err, errlen);
 	if (r == 0)
 		r = get_string(m, what, "type", false, type, sizeof(type), err, errlen);
 	if (r < 0)
@@ -179,13 +187,26 @@ static int get_mount(struct json_object *m, size_t i, struct oci_mount *ret, cha
 
 int oci_config_parse(const char *text, size_t len, struct oci_config *ret, char *err, size_t errlen)
 {
-	struct json_object *o = parse_object(text, len, OCI_CONFIG_MAX, "config", err, errlen), *linux_, *mounts;
+	struct json_object *o, *linux_, *mounts, *root;
 	struct oci_config c = { 0 };
 	int r = 0;
 
+	if (len > OCI_CONFIG_MAX) {
+		snprintf(err, errlen, "config: %zu bytes, more than the %d the hook reads", len, OCI_CONFIG_MAX);
+		return -E2BIG;
+	}
+	o = parse_object(text, len, OCI_CONFIG_MAX, "config", err, errlen);
 	if (!o)
 		return -EINVAL;
-	if (json_object_object_get_ex(o, "linux", &linux_)) {
+	if (json_object_object_get_ex(o, "root", &root)) {
+		if (!json_object_is_type(root, json_type_object)) {
+			snprintf(err, errlen, "config: 'root' must be an object");
+			r = -EINVAL;
+		} else
+			r = get_string_ctrl(root, "config: root", "path", false, c.root_path, sizeof(c.root_path),
+					    -E2BIG, err, errlen);
+	}
+	if (r == 0 && json_object_object_get_ex(o, "linux", &linux_)) {
 		if (!json_object_is_type(linux_, json_type_object)) {
 			snprintf(err, errlen, "config: 'linux' must be an object");
 			r = -EINVAL;
@@ -198,7 +219,8 @@ int oci_config_parse(const char *text, size_t len, struct oci_config *ret, char 
 			snprintf(err, errlen, "config: 'mounts' must be an array");
 			r = -EINVAL;
 		} else if (json_object_array_length(mounts) > OCI_MOUNTS_MAX) {
-			snprintf(err, errlen, "config: more than %d mounts", OCI_MOUNTS_MAX);
+			snprintf(err, errlen, "config: 'mounts': %zu, more than the %d the hook reads",
+				 json_object_array_length(mounts), OCI_MOUNTS_MAX);
 			r = -E2BIG;
 		} else
 			for (size_t i = 0; r == 0 && i < json_object_array_length(mounts); i++) {

@@ -35,13 +35,17 @@ struct oci_mount {
 
 struct oci_config {
 	char cgroups_path[4096]; /* linux.cgroupsPath as given, "" when absent */
+	char root_path[4096];    /* root.path as given (absolute, or relative to the bundle), "" when absent */
 	struct oci_mount mounts[OCI_MOUNTS_MAX];
 	size_t n_mounts;
 	struct json_object *annotations;
 };
 
-/* Each returns 0, or -EINVAL/-E2BIG with err naming the field ("state:
- * 'bundle' must be an absolute path"). */
+/* Each returns 0, or an error with err naming the field ("state: 'bundle'
+ * must be an absolute path"): -EINVAL for malformed input, -E2BIG for a
+ * valid config.json beyond what the hook reads (its size, more than
+ * OCI_MOUNTS_MAX mounts, a path of 4096 bytes or more or with control
+ * characters), which the hook logs and skips rather than failing. */
 int oci_state_parse(const char *text, size_t len, struct oci_state *ret, char *err, size_t errlen);
 void oci_state_done(struct oci_state *s);
 int oci_config_parse(const char *text, size_t len, struct oci_config *ret, char *err, size_t errlen);

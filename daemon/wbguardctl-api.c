@@ -23,7 +23,8 @@ static int connect_daemon(const struct ctl_opts *o, sd_bus **ret)
 		r = sd_bus_open_system(ret);
 		return r < 0 ? log_error_errno(r, "Cannot connect to the system bus") : 0;
 	}
-	r = control_connect(o->socket, ret);
+	/* as long as sd-bus's own method call timeout */
+	r = control_connect(o->socket, control_now_usec() + 25ULL * 1000 * 1000, ret);
 	return r < 0 ? log_error_errno(r, "Cannot reach wbguardd at %s (is it running?)", o->socket) : 0;
 }
 

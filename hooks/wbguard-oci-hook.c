@@ -79,6 +79,11 @@ static int load_config(const struct oci_state *s, struct oci_config *ret, char *
 		return -errno;
 	}
 	r = read_small_fd(fd, OCI_CONFIG_MAX + 1, &text, &n);
+	if (r == -EFBIG) {
+		snprintf(err, errlen, "%.256s/config.json: more than the %d bytes the hook reads", s->bundle,
+			 OCI_CONFIG_MAX);
+		return -E2BIG; /* valid, but beyond our limit */
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "%.256s/config.json: %s", s->bundle, strerror(-r));
 		return r;
@@ -87,15 +92,20 @@ static int load_config(const struct oci_state *s, struct oci_config *ret, char *
 }
 
 /* syncfs on each distinct filesystem: the rootfs and the sources of the
- * writable bind mounts. Each open is of the container's own paths. */
+ * writable bind mounts. Each open is of the container's own paths. The
+ * rootfs is root.path: absolute (Podman, CRI-O: the storage's merged
+ * directory) or relative to the bundle ("rootfs" when absent). */
 static int flush_container(const struct oci_state *s, const struct oci_config *c)
 {
 	dev_t done[OCI_MOUNTS_MAX + 1];
 	size_t n_done = 0;
-	char root[sizeof(s->bundle) + 8];
+	char root[sizeof(s->bundle) + sizeof(c->root_path) + 1];
 	int flushed = 0;
 
-	snprintf(root, sizeof(root), "%s/rootfs", s->bundle);
+	if (c->root_path[0] == '/')
+		snprintf(root, sizeof(root), "%s", c->root_path);
+	else
+		snprintf(root, sizeof(root), "%s/%s", s->bundle, c->root_path[0] ? c->root_path : "rootfs");
 	for (size_t i = 0; i <= c->n_mounts; i++) {
 		const char *path = i == c->n_mounts ? root : c->mounts[i].source;
 		_cleanup_close_ int fd = -EBADF;
@@ -122,23 +132,41 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 
 static const char *arg_socket = WBG_CONTROL_SOCKET;
 
+/* The stage's deadline bounds everything it does with wbguardd. A healthy
+ * wbguardd authenticates in milliseconds: one that has not within a quarter
+ * of the timeout (at most 1 s) is stopped or stuck, and the rest of the time
+ * is the fallback's. */
+static uint64_t connect_deadline(uint64_t deadline)
+{
+	uint64_t now = control_now_usec(), budget = deadline > now ? (deadline - now) / 4 : 0;
+
+	return now + (budget < 1000000 ? budget : 1000000);
+}
+
 /* wbguardd writes back what the container's cgroup dirtied and answers when
  * done. Returns 0 when it did (or had nothing to do), < 0 when it is not
  * there or does not know the container (the caller flushes itself). */
-static int daemon_flush(const struct oci_state *s, double timeout)
+static int daemon_flush(const struct oci_state *s, uint64_t deadline)
 {
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	_cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *req = NULL, *reply = NULL;
 	sd_bus_error error = SD_BUS_ERROR_NULL;
 	const char *outcome, *reason;
-	uint64_t id, usec = (uint64_t)(timeout * 1e6);
+	uint64_t id, now;
 	int r;
 
-	r = control_connect(arg_socket, &bus);
+	r = control_connect(arg_socket, connect_deadline(deadline), &bus);
 	if (r < 0)
-		return log_info_errno(r, "container %s: wbguardd not reachable at %s; flushing here", s->id, arg_socket);
-	r = sd_bus_call_method(bus, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, "FlushContainer", &error, &reply,
-			       "st", s->id, usec);
+		return log_info_errno(r, "container %s: wbguardd not reachable at %s%s; flushing here", s->id, arg_socket,
+				      r == -ETIMEDOUT ? " (it does not answer)" : "");
+	/* wbguardd answers "pending" at its end of the time, a little before
+	 * ours, so that the answer still reaches us */
+	now = control_now_usec();
+	r = sd_bus_message_new_method_call(bus, &req, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, "FlushContainer");
+	if (r >= 0)
+		r = sd_bus_message_append(req, "st", s->id, deadline > now + 200000 ? deadline - now - 200000 : 0);
+	if (r >= 0)
+		r = control_call(bus, req, deadline, &error, &reply);
 	if (r < 0) {
 		log_info("container %s: wbguardd: %s; flushing here", s->id, error.message ? error.message : strerror(-r));
 		sd_bus_error_free(&error);
@@ -156,37 +184,43 @@ static int daemon_flush(const struct oci_state *s, double timeout)
 
 /* The flush in a child, so a filesystem that hangs in syncfs cannot hold the
  * runtime past the timeout (the child finishes on its own). */
-static void poststop(const struct oci_state *s, double timeout)
+static void poststop(const struct oci_state *s, uint64_t deadline)
 {
 	struct oci_config c = { 0 };
 	char err[512];
-	struct timespec t0, t;
 	pid_t pid;
 	int status;
 
-	if (daemon_flush(s, timeout) >= 0)
+	if (daemon_flush(s, deadline) >= 0)
 		return;
 	if (load_config(s, &c, err, sizeof(err)) < 0) {
 		log_warning("container %s: %s; nothing flushed", s->id, err);
 		return;
 	}
 	pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		/* The runtime reads our stdout and stderr to EOF (runc does):
+		 * a child stuck in syncfs must not hold them, nor be in the
+		 * runtime's session when we are gone. */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		(void)setsid();
+		for (int fd = 0; fd < 3 && null >= 0; fd++)
+			(void)dup2(null, fd);
 		_exit(flush_container(s, &c) >= 0 ? 0 : 1);
+	}
 	oci_config_done(&c);
 	if (pid < 0) {
 		log_warning_errno(errno, "container %s: cannot fork the flush", s->id);
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			log_info("container %s: its filesystems written back", s->id);
 			return;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= timeout) {
-			log_warning("container %s: flush still running after %.1f s; leaving it to finish", s->id, timeout);
+		if (control_now_usec() >= deadline) {
+			log_warning("container %s: flush still running at the timeout; leaving it to finish", s->id);
 			return;
 		}
 		usleep(20 * 1000);
@@ -221,16 +255,17 @@ static int pid_cgroup(int pid, char *ret, size_t size)
 
 /* Registration is a courtesy: without wbguardd, poststop flushes itself. */
 static void daemon_register(const struct oci_state *s, const struct oci_config *c, const char *cgroup,
-			    double timeout)
+			    uint64_t deadline)
 {
-	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *req = NULL;
 	sd_bus_error error = SD_BUS_ERROR_NULL;
 	int r;
 
-	r = control_connect(arg_socket, &bus);
+	r = control_connect(arg_socket, deadline, &bus);
 	if (r < 0) {
-		log_info_errno(r, "container %s: wbguardd not reachable at %s; not registered", s->id, arg_socket);
+		log_info_errno(r, "container %s: wbguardd not reachable at %s%s; not registered", s->id, arg_socket,
+			       r == -ETIMEDOUT ? " (it does not answer)" : "");
 		return;
 	}
 	r = sd_bus_message_new_method_call(bus, &req, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, "RegisterContainer");
@@ -245,7 +280,7 @@ static void daemon_register(const struct oci_state *s, const struct oci_config *
 	if (r >= 0)
 		r = sd_bus_message_close_container(req);
 	if (r >= 0)
-		r = sd_bus_call(bus, req, (uint64_t)(timeout * 1e6), &error, NULL);
+		r = control_call(bus, req, deadline, &error, NULL);
 	if (r < 0)
 		log_warning("container %s: wbguardd refused the registration: %s", s->id,
 			    error.message ? error.message : strerror(-r));
@@ -254,14 +289,20 @@ static void daemon_register(const struct oci_state *s, const struct oci_config *
 	sd_bus_error_free(&error);
 }
 
-static int create_runtime(const struct oci_state *s, double timeout)
+static int create_runtime(const struct oci_state *s, uint64_t deadline)
 {
 	struct oci_config c = { 0 };
-	char err[512], cg[PATH_MAX], actual[PATH_MAX];
+	char err[512], cg[PATH_MAX] = "", actual[PATH_MAX];
 	size_t n;
 	int r;
 
-	if (load_config(s, &c, err, sizeof(err)) < 0)
+	r = load_config(s, &c, err, sizeof(err));
+	if (r == -E2BIG) {
+		/* a valid container the hook cannot take in: never its failure */
+		log_warning("container %s: %s: beyond the hook's limits; not registered", s->id, err);
+		return 0;
+	}
+	if (r < 0)
 		return log_error_errno(EINVAL, "container %s: %s", s->id, err);
 	r = c.cgroups_path[0] ? oci_cgroup_path(c.cgroups_path, cg, sizeof(cg)) : -ENOENT;
 	if (r < 0 && r != -ENOENT) {
@@ -273,7 +314,7 @@ static int create_runtime(const struct oci_state *s, double timeout)
 	 * below it (a runtime's own sub-cgroup), or the state names someone
 	 * else's process. */
 	if (s->pid > 0 && pid_cgroup(s->pid, actual, sizeof(actual)) >= 0) {
-		n = strlen(cg);
+		n = r >= 0 ? strlen(cg) : 0;
 		if (r >= 0 && !(strncmp(actual, cg, n) == 0 && (actual[n] == 0 || actual[n] == '/'))) {
 			oci_config_done(&c);
 			return log_error_errno(EINVAL,
@@ -290,7 +331,7 @@ static int create_runtime(const struct oci_state *s, double timeout)
 		return 0;
 	}
 	log_info("container %s: cgroup %s", s->id, cg);
-	daemon_register(s, &c, cg, timeout);
+	daemon_register(s, &c, cg, deadline);
 	oci_config_done(&c);
 	return 0;
 }
@@ -310,6 +351,7 @@ int main(int argc, char **argv)
 	double timeout = 5;
 	char err[512];
 	size_t n = 0;
+	uint64_t deadline = control_now_usec();
 	bool post;
 	int c, r;
 
@@ -333,6 +375,8 @@ int main(int argc, char **argv)
 		default:
 			return 1;
 		}
+	/* from the start: the whole stage, reading the state included */
+	deadline += (uint64_t)(timeout * 1e6);
 	if (optind < argc && strcmp(argv[optind], "createRuntime") != 0 && strcmp(argv[optind], "poststop") != 0) {
 		log_error("The stage must be createRuntime or poststop; see --help");
 		return 1;
@@ -361,9 +405,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (post)
-		poststop(&s, timeout);
+		poststop(&s, deadline);
 	else
-		r = create_runtime(&s, timeout);
+		r = create_runtime(&s, deadline);
 	oci_state_done(&s);
 	return post || r >= 0 ? 0 : 1;
 }

@@ -76,6 +76,44 @@ int main(void)
 	      "a mount without destination named: %s", err);
 	CHECK(oci_config_parse(S("{\"linux\":[]}"), &c, err, sizeof(err)) == -EINVAL, "linux of the wrong type");
 
+	/* Valid, but beyond the hook's limits: -E2BIG (logged and skipped by
+	 * the hook), never -EINVAL (which fails the container's creation). */
+	{
+		size_t cap = 300 * 80 + 64000, n = 0;
+		char *big = malloc(cap);
+
+		n += (size_t)snprintf(big + n, cap - n, "{\"mounts\":[");
+		for (int i = 0; i < 300; i++)
+			n += (size_t)snprintf(big + n, cap - n, "%s{\"destination\":\"/m%d\",\"type\":\"tmpfs\"}",
+					      i ? "," : "", i);
+		n += (size_t)snprintf(big + n, cap - n, "]}");
+		CHECK(oci_config_parse(big, n, &c, err, sizeof(err)) == -E2BIG && strstr(err, "'mounts': 300"),
+		      "300 mounts: beyond the limit, not malformed: %s", err);
+		n = (size_t)snprintf(big, cap, "{\"mounts\":[{\"destination\":\"/");
+		memset(big + n, 'a', 5000);
+		n += 5000;
+		n += (size_t)snprintf(big + n, cap - n, "\"}]}");
+		CHECK(oci_config_parse(big, n, &c, err, sizeof(err)) == -E2BIG && strstr(err, "too long"),
+		      "a 5,000-byte mount path: beyond the limit: %s", err);
+		free(big);
+	}
+	CHECK(oci_config_parse(S("{\"mounts\":[{\"destination\":\"/a\\u001bb\"}]}"), &c, err, sizeof(err)) == -E2BIG &&
+		      strstr(err, "control characters"),
+	      "a control character in a mount path: beyond the limit: %s", err);
+	huge = malloc(OCI_CONFIG_MAX + 2);
+	memset(huge, ' ', OCI_CONFIG_MAX + 1);
+	huge[OCI_CONFIG_MAX + 1] = 0;
+	CHECK(oci_config_parse(huge, OCI_CONFIG_MAX + 1, &c, err, sizeof(err)) == -E2BIG,
+	      "a config.json over 4 MiB: beyond the limit: %s", err);
+	free(huge);
+	CHECK(oci_config_parse(S("{\"root\":{\"path\":\"/var/lib/containers/storage/overlay/x/merged\"}}"), &c, err,
+			       sizeof(err)) == 0 &&
+		      strcmp(c.root_path, "/var/lib/containers/storage/overlay/x/merged") == 0 && c.cgroups_path[0] == 0,
+	      "root.path kept (Podman's and CRI-O's absolute rootfs)");
+	oci_config_done(&c);
+	CHECK(oci_config_parse(S("{\"root\":\"rootfs\"}"), &c, err, sizeof(err)) == -EINVAL,
+	      "root of the wrong type: malformed");
+
 	CHECK(oci_cgroup_path("/wbgtest/pod-a", p, sizeof(p)) == 0 && strcmp(p, "wbgtest/pod-a") == 0, "cgroupfs path");
 	CHECK(oci_cgroup_path("kubepods/besteffort/pod1/abc", p, sizeof(p)) == 0 &&
 		      strcmp(p, "kubepods/besteffort/pod1/abc") == 0,
