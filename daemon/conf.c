@@ -38,6 +38,9 @@ void config_init(struct wbg_config *c)
 		.scratch_cycle = true,
 		.mitigation = WBG_MITIGATION_AUTO,
 		.expiry_mech = WBG_EXPIRY_PER_POD,
+		.expiry_min_cs = 100,
+		.expiry_max_cs = WBG_EXPIRY_MAX_CS,
+		.expiry_per_pod_min_cs = 100,
 		.boost_cs = 500, /* seed 000's workaround: 5 s instead of 30 */
 		.boost_window_usec = 60ULL * 1000000,
 		.bpf = true,
@@ -347,6 +350,12 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 			return c->expiry_default_cs = 0, 0;
 		return parse_expiry(v, &c->expiry_default_cs);
 	}
+	if (IS("expiry", "min"))
+		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_min_cs);
+	if (IS("expiry", "max"))
+		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_max_cs);
+	if (IS("expiry", "per_pod_min"))
+		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_per_pod_min_cs);
 	if (IS("expiry", "mechanism"))
 		return *expect = "per-pod or global", parse_expiry_mech(v, &c->expiry_mech);
 	if (IS("expiry", "boost")) {
@@ -372,6 +381,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 			return r;
 		if (strcmp(key, "dirty_expire") == 0)
 			return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &rule->expire_cs);
+		if (strcmp(key, "allow_annotation") == 0)
+			return *expect = "yes or no", parse_bool(v, &rule->allow_annotation);
 		if (strcmp(key, "mechanism") == 0) {
 			*expect = "per-pod or global";
 			r = parse_expiry_mech(v, &rule->mech);

@@ -53,6 +53,8 @@ struct wbg_config {
 	/* [expiry] */
 	unsigned expiry_default_cs; /* 0: pods without a policy keep the kernel's */
 	enum wbg_expiry_mech expiry_mech;
+	unsigned expiry_min_cs, expiry_max_cs; /* bounds of an annotation's value */
+	unsigned expiry_per_pod_min_cs;        /* the per-pod mechanism's floor, whatever the source */
 	unsigned boost_cs;          /* 0: no handover boost */
 	uint64_t boost_window_usec;
 	char *runtime_dirs[WBG_RUNTIME_DIRS_MAX]; /* OCI runtimes' state roots */

@@ -15,7 +15,7 @@ int parse_expiry(const char *v, unsigned *ret_cs)
 	static const struct {
 		const char *unit;
 		double cs;
-	} units[] = { { "", 1 }, { "cs", 1 }, { "ms", 0.1 }, { "s", 100 }, { "m", 6000 } };
+	} units[] = { { "", 1 }, { "cs", 1 }, { "ms", 0.1 }, { "s", 100 }, { "m", 6000 }, { "h", 360000 } };
 	char *end;
 	double x;
 
@@ -70,11 +70,22 @@ int policy_resolve(const struct wbg_config *c, const char *path, const char *uni
 
 	if (errlen)
 		err[0] = 0;
-	if (annotation) {
+	if (annotation && !(rule && rule->allow_annotation))
+		snprintf(err, errlen, "annotation %s = '%.64s' ignored: no [policy] matching %.256s allows annotations",
+			 WBG_EXPIRY_ANNOTATION, annotation, path);
+	else if (annotation) {
 		if (parse_expiry(annotation, &p.expire_cs) == 0) {
+			unsigned want = p.expire_cs;
+
+			p.expire_cs = want < c->expiry_min_cs ? c->expiry_min_cs
+				      : want > c->expiry_max_cs ? c->expiry_max_cs
+								: want;
+			if (p.expire_cs != want)
+				snprintf(err, errlen, "annotation %s = '%.64s' is outside [expiry] min..max (%u..%u cs): %u cs",
+					 WBG_EXPIRY_ANNOTATION, annotation, c->expiry_min_cs, c->expiry_max_cs,
+					 p.expire_cs);
 			snprintf(p.source, sizeof(p.source), "annotation %s", WBG_EXPIRY_ANNOTATION);
-			*ret = p;
-			return 1;
+			goto done;
 		}
 		snprintf(err, errlen,
 			 "annotation %s = '%.64s': expected centiseconds or a duration from 10ms to 24h (500, 250ms, 5s, 2m)",
@@ -83,14 +94,19 @@ int policy_resolve(const struct wbg_config *c, const char *path, const char *uni
 	if (rule && rule->expire_cs) {
 		p.expire_cs = rule->expire_cs;
 		snprintf(p.source, sizeof(p.source), "[policy \"%.128s\"]", rule->match);
-		*ret = p;
-		return 1;
+		goto done;
 	}
 	if (c->expiry_default_cs) {
 		p.expire_cs = c->expiry_default_cs;
 		snprintf(p.source, sizeof(p.source), "[expiry] default");
-		*ret = p;
-		return 1;
+		goto done;
 	}
 	return 0;
+done:
+	/* each per-pod expiry is a BPF map read and open_by_handle_at calls
+	 * on the event loop: never more often than the floor */
+	if (p.mech == WBG_EXPIRY_PER_POD && p.expire_cs < c->expiry_per_pod_min_cs)
+		p.expire_cs = c->expiry_per_pod_min_cs;
+	*ret = p;
+	return 1;
 }

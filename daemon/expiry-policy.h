@@ -2,9 +2,13 @@
 /*
  * Per-pod dirty expiry: which expiry a cgroup gets and how. Sources, first
  * that gives a valid value wins: the container's OCI annotation
- * wbguard.io/dirty-expire, a [policy "GLOB"] section matching the cgroup
- * path or systemd unit, the [expiry] default. A bad value is reported with
- * its source and the next source decides.
+ * wbguard.io/dirty-expire (only where the matching [policy "GLOB"] says
+ * allow_annotation = yes, and clamped to [expiry] min..max: a tenant sets
+ * its annotations, the admin the bounds), a [policy "GLOB"] section matching
+ * the cgroup path or systemd unit, the [expiry] default. A bad value is
+ * reported with its source and the next source decides. The per-pod
+ * mechanism never runs more often than [expiry] per_pod_min, whatever the
+ * source: each expiry is a map read and a flush on the event loop.
  */
 #pragma once
 
@@ -24,6 +28,7 @@ struct wbg_policy_rule {
 	unsigned expire_cs; /* 0: the rule sets only the mechanism */
 	enum wbg_expiry_mech mech;
 	bool has_mech;
+	bool allow_annotation; /* its cgroups' wbguard.io/dirty-expire is honoured */
 };
 
 struct wbg_config;
@@ -34,7 +39,7 @@ struct wbg_policy {
 	char source[160]; /* "annotation wbguard.io/dirty-expire", "[policy \"GLOB\"]", "[expiry] default" */
 };
 
-/* Centiseconds ("500"), or a number with a unit: ms, cs, s, m ("5s",
+/* Centiseconds ("500"), or a number with a unit: ms, cs, s, m, h ("5s",
  * "1.5s", "250ms"); at least 1 cs, at most a day. */
 int parse_expiry(const char *v, unsigned *ret_cs);
 int parse_expiry_mech(const char *v, enum wbg_expiry_mech *ret);
@@ -43,7 +48,7 @@ const char *wbg_expiry_mech_to_string(enum wbg_expiry_mech m);
 /* The policy for a cgroup (path relative to the cgroupfs root; unit may be
  * NULL; annotation is the container's wbguard.io/dirty-expire or NULL).
  * Returns 1 with *ret filled, or 0 when no source asks for one (the kernel's
- * own expiry applies). An invalid annotation is described in err (empty if
- * none) and then ignored. */
+ * own expiry applies). An annotation that is invalid, not allowed, or
+ * clamped is described in err (empty if none). */
 int policy_resolve(const struct wbg_config *c, const char *path, const char *unit, const char *annotation,
 		   struct wbg_policy *ret, char *err, size_t errlen);

@@ -215,8 +215,8 @@ static void resolve(struct manager *m, struct pod *pod)
 		arm_timer(pod, RESOLVE_RETRY_USEC, on_retry);
 	if (err[0]) {
 		m->expiry_policy_errors++;
-		log_warning("%s (container %s, %s): %s; %s", c->path, st.id, st.runtime, err,
-			    pod->has_policy ? "using the next source" : "the kernel's expiry applies");
+		log_warning("%s (container %s, %s): %s%s", c->path, st.id, st.runtime, err,
+			    pod->has_policy ? "" : "; the kernel's expiry applies");
 	}
 	runtime_state_done(&st);
 	if (!pod->has_policy && !pod->timer) {

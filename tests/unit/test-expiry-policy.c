@@ -22,8 +22,10 @@ int main(void)
 	CHECK(parse_expiry("2m", &cs) == 0 && cs == 12000, "minutes");
 	CHECK(parse_expiry("30cs", &cs) == 0 && cs == 30, "explicit cs");
 	CHECK(parse_expiry("0", &cs) == -ERANGE && parse_expiry("1ms", &cs) == -ERANGE &&
-		      parse_expiry("25h", &cs) == -EINVAL && parse_expiry("1441m", &cs) == -ERANGE,
-	      "zero, under 1 cs, unknown unit, over a day");
+		      parse_expiry("25h", &cs) == -ERANGE && parse_expiry("1441m", &cs) == -ERANGE &&
+		      parse_expiry("5d", &cs) == -EINVAL,
+	      "zero, under 1 cs, over a day, unknown unit");
+	CHECK(parse_expiry("24h", &cs) == 0 && cs == WBG_EXPIRY_MAX_CS, "hours");
 	CHECK(parse_expiry("-5s", &cs) < 0 && parse_expiry("5 s", &cs) < 0 && parse_expiry("", &cs) < 0 &&
 		      parse_expiry(" 5", &cs) < 0 && parse_expiry("nan", &cs) < 0 && parse_expiry("inf", &cs) < 0 &&
 		      parse_expiry("1e9", &cs) < 0,
@@ -46,14 +48,37 @@ int main(void)
 	CHECK(policy_resolve(&c, "system.slice/batch-1.service", "batch-1.service", NULL, &p, err, sizeof(err)) == 1 &&
 		      p.expire_cs == 200 && p.mech == WBG_EXPIRY_GLOBAL,
 	      "glob over the unit name, with its mechanism");
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "750ms", &p, err,
+	/* A tenant's annotation: honoured only where the admin's policy opts
+	 * in, and never outside [expiry] min..max. */
+	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "2s", &p, err,
 			     sizeof(err)) == 1 &&
-		      p.expire_cs == 75 && strcmp(p.source, "annotation wbguard.io/dirty-expire") == 0 && !err[0],
-	      "the annotation wins");
+		      p.expire_cs == 500 && strstr(err, "ignored: no [policy] matching") &&
+		      strcmp(p.source, "[policy \"kubepods.slice/*besteffort*\"]") == 0,
+	      "an annotation no policy allows: ignored, said, the policy decides: %s", err);
+	CHECK(policy_resolve(&c, "system.slice/x", NULL, "1", &p, err, sizeof(err)) == 0 && err[0],
+	      "an annotation with no policy at all cannot set the node's expiry to 1 cs");
+	CHECK(config_parse_string(&c, "t", "[policy \"kubepods.slice/*besteffort*\"]\nallow_annotation = yes\n") == 0,
+	      "allow_annotation parses");
+	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "7500ms", &p, err,
+			     sizeof(err)) == 1 &&
+		      p.expire_cs == 750 && strcmp(p.source, "annotation wbguard.io/dirty-expire") == 0 && !err[0],
+	      "an allowed annotation wins");
 	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "fast", &p, err,
 			     sizeof(err)) == 1 &&
 		      p.expire_cs == 500 && strstr(err, "annotation wbguard.io/dirty-expire = 'fast': expected"),
 	      "a bad annotation is reported and the config decides: %s", err);
+	CHECK(config_parse_string(&c, "t", "[policy \"g/*\"]\nallow_annotation = yes\nmechanism = global\n"
+					   "[expiry]\nmin = 2s\nmax = 1m\n") == 0 &&
+		      policy_resolve(&c, "g/pod", NULL, "10ms", &p, err, sizeof(err)) == 1 && p.expire_cs == 200 &&
+		      p.mech == WBG_EXPIRY_GLOBAL && strstr(err, "outside [expiry] min..max"),
+	      "global, '10ms': the admin's floor (2 s), not 1 cs on the whole node: %s", err);
+	CHECK(policy_resolve(&c, "g/pod", NULL, "1h", &p, err, sizeof(err)) == 1 && p.expire_cs == 6000,
+	      "above the ceiling: the ceiling");
+	CHECK(config_parse_string(&c, "t", "[expiry]\nmin = 10ms\nper_pod_min = 3s\n") == 0 &&
+		      policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "10ms", &p, err,
+				     sizeof(err)) == 1 &&
+		      p.expire_cs == 300 && p.mech == WBG_EXPIRY_PER_POD,
+	      "per-pod never below per_pod_min, whatever the source (%u cs)", p.expire_cs);
 	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-burstable.slice/pod2", NULL, NULL, &p, err, sizeof(err)) == 0,
 	      "a rule with only a mechanism and no default: no policy");
 	CHECK(config_parse_string(&c, "t", "[expiry]\ndefault = 10s\n") == 0 &&
@@ -61,7 +86,7 @@ int main(void)
 				     sizeof(err)) == 1 &&
 		      p.expire_cs == 1000 && p.mech == WBG_EXPIRY_GLOBAL && strcmp(p.source, "[expiry] default") == 0,
 	      "the default, with the matching rule's mechanism");
-	CHECK(config_parse_string(&c, "t", "[policy \"x\"]\ndirty_expire = soon\n") < 0 && c.n_policies == 3,
+	CHECK(config_parse_string(&c, "t", "[policy \"x\"]\ndirty_expire = soon\n") < 0 && c.n_policies == 4,
 	      "a bad value is refused and nothing changes");
 	CHECK(config_parse_string(&c, "t", "[policy x]\ndirty_expire = 5s\n") < 0, "an unquoted glob is refused");
 	CHECK(config_parse_string(&c, "t", "[policy \"x\"]\nspeed = 5s\n") < 0, "an unknown key is refused");

@@ -14,6 +14,12 @@ mechanism = global
 [policy "wbgtest/g2"]
 dirty_expire = 2s
 mechanism = global
+[policy "wbgtest/pod-*"]
+allow_annotation = yes
+[policy "wbgtest/ga"]
+dirty_expire = 3s
+mechanism = global
+allow_annotation = yes
 EOC
 daemon_start "$WBG_BUILD" --config /tmp/expiry.conf --log-level=debug
 check "wbguardd starts" test $? = 0
@@ -70,6 +76,22 @@ check "metrics: two per-pod policies" test "$(metric 'wbguard_expiry_pods{mechan
 check "metrics: per-pod writebacks ran" test "$(metric wbguard_expiry_writebacks_total)" -ge 2
 check "per-pod never touched the sysctl" test "$(cat $sysctl)" = "$admin"
 for p in a b c d; do oci_rm crun pod-$p; oci_rm runc pod-$p; done
+
+# A tenant's annotation with the global mechanism: "10ms" is held at the
+# admin's floor ([expiry] min, 1 s), never 1 cs on the whole node; where no
+# policy allows annotations, one is ignored and said.
+oci_bundle /tmp/oci-ga
+oci_bundle /tmp/oci-gx
+oci_run crun /tmp/oci-ga pod-ga wbgtest/ga '{"wbguard.io/dirty-expire":"10ms"}' /mnt/ext4/ga 'sleep 60'
+oci_run crun /tmp/oci-gx pod-gx wbgtest/gx '{"wbguard.io/dirty-expire":"1"}' /mnt/ext4/gx 'sleep 60'
+sleep 1
+check "global annotation '10ms': held at the admin's floor (100), not 1 ($(cat $sysctl))" test "$(cat $sysctl)" = 100
+grep -q "wbgtest/gx.*ignored: no \[policy\] matching" /wbg-out/wbguardd.log
+check "an annotation no policy allows is ignored, and said" test $? = 0
+oci_rm crun pod-ga
+oci_rm crun pod-gx
+sleep 0.5
+check "both gone: the admin's value again" test "$(cat $sysctl)" = "$admin"
 
 # The global mechanism follows the minimum as pods come and go.
 mkdir /sys/fs/cgroup/wbgtest/g1 /sys/fs/cgroup/wbgtest/g2
