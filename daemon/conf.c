@@ -22,6 +22,7 @@ void config_init(struct wbg_config *c)
 		.log_level = LOG_INFO,
 		.state_dir = "/run/wbguard",
 		.records_max_bytes = 4 << 20,
+		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.proc_sys = "/proc/sys",
 		.flush = true,
 		.workers = 4,
@@ -394,6 +395,9 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	}
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
+	if (IS("metrics", "series_retention_sec"))
+		return *expect = "seconds, from 1 to 86400",
+		       parse_seconds(v, 1, 86400, &c->departed_retention_usec);
 	if (IS("metrics", "textfile")) {
 		*expect = "an absolute path ending in .prom, or empty";
 		if (!*v)

@@ -68,6 +68,7 @@ struct wbg_config {
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
+	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
 };
 
 void config_init(struct wbg_config *c);

@@ -95,25 +95,34 @@ const struct wbg_departed_entry *departed_find(const struct wbg_departed *d, uin
 	return found ? *found : NULL;
 }
 
-int departed_mark_released(struct wbg_departed *d, uint64_t id)
+int departed_mark_released(struct wbg_departed *d, uint64_t id, uint64_t now)
 {
 	struct wbg_departed_entry *e = (struct wbg_departed_entry *)departed_find(d, id);
 
 	if (!e)
 		return 0;
+	if (!e->released)
+		e->released_usec = now;
 	e->released = true;
 	return 1;
 }
 
-size_t departed_drop_released(struct wbg_departed *d, void (*f)(uint64_t id, void *userdata), void *userdata)
+size_t departed_drop_released(struct wbg_departed *d, uint64_t cutoff, void (*f)(uint64_t id, void *userdata),
+			      void *userdata, uint64_t *ret_next)
 {
 	size_t dropped = 0;
+	uint64_t next = 0;
 
 	for (size_t i = 0; i < d->n; i++) {
 		struct wbg_departed_entry **s = slot(d, i), *e = *s;
 
 		if (!e || !e->released)
 			continue;
+		if (e->released_usec > cutoff) {
+			if (!next || e->released_usec < next)
+				next = e->released_usec;
+			continue;
+		}
 		if (f)
 			f(e->id, userdata);
 		tdelete(e, &d->by_id, cmp_leading_u64);
@@ -123,5 +132,7 @@ size_t departed_drop_released(struct wbg_departed *d, void (*f)(uint64_t id, voi
 	}
 	if (dropped)
 		compact(d);
+	if (ret_next)
+		*ret_next = next;
 	return dropped;
 }

@@ -668,9 +668,30 @@ static bool metrics_exported(const struct manager *m)
 	return m->mhd || m->cfg.metrics_textfile[0];
 }
 
-void manager_drop_reported(struct manager *m)
+/* New evidence comes with use (a retired handover refreshes it too); a
+ * reader never does: the timer keeps what a scrape shows current. */
+#define VERDICT_REFRESH_USEC (10ULL * 1000 * 1000)
+static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	(void)departed_drop_released(&m->departed, drop_series, m);
+	struct manager *m = userdata;
+
+	manager_refresh_verdict(m);
+	(void)sd_event_source_set_time_relative(s, VERDICT_REFRESH_USEC);
+	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/* Departed series whose retention is over go; the timer comes back for
+ * the next one due. */
+static int on_departed_due(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	uint64_t next = 0, now = now_usec(m), keep = m->cfg.departed_retention_usec;
+
+	(void)departed_drop_released(&m->departed, now > keep ? now - keep : 0, drop_series, m, &next);
+	if (next)
+		arm_once(m->departed_source, next + keep);
+	return 0;
 }
 
 const char *manager_cgroup_path(struct manager *m, uint64_t id)
@@ -695,14 +716,17 @@ static void note_departed(struct manager *m, uint64_t id, const char *path)
 		drop_series(evicted, m);
 }
 
-/* The kernel released a cgroup: its series go after the next report, or
- * now when nothing reports them or we never knew its name. */
+/* The kernel released a cgroup: its series go after the retention (every
+ * scraper sees its final values), or now when nothing reports them or we
+ * never knew its name. */
 static void on_release(struct manager *m, uint64_t id)
 {
-	if (!departed_mark_released(&m->departed, id))
+	if (!departed_mark_released(&m->departed, id, now_usec(m)))
 		drop_series(id, m);
 	else if (!metrics_exported(m))
-		manager_drop_reported(m);
+		(void)departed_drop_released(&m->departed, UINT64_MAX, drop_series, m, NULL);
+	else
+		arm_once(m->departed_source, now_usec(m) + m->cfg.departed_retention_usec);
 }
 
 static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
@@ -1311,6 +1335,13 @@ int manager_start(struct manager *m)
 		r = sd_event_add_time(m->event, &m->verify_source, CLOCK_MONOTONIC, 0, 10 * 1000, on_verify, m);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(m->verify_source, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_add_time(m->event, &m->departed_source, CLOCK_MONOTONIC, 0, 1000 * 1000, on_departed_due, m);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->departed_source, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &m->verdict_source, CLOCK_MONOTONIC, VERDICT_REFRESH_USEC,
+					       1000 * 1000, on_verdict_timer, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot add the cleanup timers");
 
@@ -1413,6 +1444,8 @@ struct manager *manager_free(struct manager *m)
 	watch_systemd_stop(m);
 	metrics_http_stop(m);
 	sd_event_source_disable_unref(m->watch_retry_source);
+	sd_event_source_disable_unref(m->departed_source);
+	sd_event_source_disable_unref(m->verdict_source);
 	sd_event_source_disable_unref(m->rmdir_source);
 	sd_event_source_disable_unref(m->inotify_source);
 	sd_event_source_disable_unref(m->pool_source);

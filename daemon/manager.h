@@ -57,7 +57,9 @@ struct manager {
 	char *debugfs;
 
 	struct wbg_registry reg;
-	struct wbg_departed departed; /* removed cgroups, for their metric labels */
+	struct wbg_departed departed;
+	sd_event_source *departed_source; /* the next departed series due to go */
+	sd_event_source *verdict_source;  /* the verdicts, refreshed on a timer, never by a reader */ /* removed cgroups, for their metric labels */
 	struct wbg_watch watch;
 	struct wbg_bpf *bpf;
 	struct flush_pool *pool;
@@ -142,9 +144,6 @@ void manager_refresh_verdict(struct manager *m);
 /* The path (relative to the cgroupfs root) of a cgroup tracked now or
  * removed lately, for labels; NULL if unknown. */
 const char *manager_cgroup_path(struct manager *m, uint64_t id);
-/* After a scrape: the per-cgroup series of cgroups the kernel released have
- * been reported for the last time; drop them. */
-void manager_drop_reported(struct manager *m);
 /* The control API. A cgroup is named by its path under the cgroupfs root
  * ("a/b" or "/a/b"), never a path of its own. FlushCgroup replies when the
  * cgroup's flush is done, or with outcome "pending" after timeout_usec. */

@@ -73,7 +73,6 @@ void metrics_write(struct manager *m, FILE *f)
 		fprintf(f, "wbguard_bpf_programs_loaded{group=\"%s\"} %d\n", groups[g],
 			(wbg_bpf_groups(m->bpf) & (1U << g)) ? 1 : 0);
 
-	manager_refresh_verdict(m);
 	metric_family(f, "wbguard_kernel_dying_wb_fallback", "gauge",
 		      "Whether the kernel's foreign flushes reach dying wbs (seed 000): 1 on the state that holds.");
 	for (unsigned v = 0; v < _WBG_VERDICT_MAX; v++)
@@ -127,7 +126,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(url, "/metrics") == 0) {
 		m->scrapes++;
 		metrics_write(m, f);
-		manager_drop_reported(m);
 	} else if (strcmp(url, "/") == 0)
 		fputs("wbguardd: see /metrics\n", f);
 	else {
@@ -228,7 +226,6 @@ void metrics_textfile_update(struct manager *m, bool force)
 		return;
 	}
 	metrics_write(m, f);
-	manager_drop_reported(m);
 	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
 		log_warning_errno(errno, "Cannot write %s", tmp);
 		fclose(f);

@@ -17,7 +17,6 @@ mechanism = global
 [policy "wbgtest/pod-*"]
 allow_annotation = yes
 [policy "wbgtest/ga"]
-dirty_expire = 3s
 mechanism = global
 allow_annotation = yes
 EOC

@@ -66,7 +66,8 @@ check "handovers recorded as disabled, not lost" \
 daemon_stop
 
 # wbguardd mitigating (mode auto: on, the fallback is missing): no -ENOENT.
-daemon_start "$WBG_BUILD"
+printf '[metrics]\nseries_retention_sec = 5\n' >/tmp/ret.conf
+daemon_start "$WBG_BUILD" --config /tmp/ret.conf
 check "wbguardd starts (mitigation auto)" test $? = 0
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
 check "wbstall on ext4, removed, with wbguardd" test $? = 0
@@ -76,18 +77,26 @@ check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
 pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
 echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
-# Series of a cgroup the kernel released go after one scrape has reported them
-# (dropping the page cache lets the dying memcgs go).
+# Series of a cgroup the kernel released stay for series_retention_sec (5 s
+# here) however often they are scraped, then go (dropping the page cache
+# lets the dying memcgs go). A scrape changes nothing: a second scraper
+# sees what the first did.
 check "mitigated: the removed cgroup still has series (inodes switched away from it)" \
 	grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt
 echo 3 >/proc/sys/vm/drop_caches
+sleep 1
+for k in 1 2 3; do
+	scrape_metrics
+	grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt || break
+done
+check "three scrapes in a row after the release all show its final series" grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt
 i=0
-while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 20 ]; do
+while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 40 ]; do
 	sleep 0.5
 	scrape_metrics
 	i=$((i + 1))
 done
-check "released cgroup's series dropped after being reported" test -z "$(grep 'id="/wbstall/old"' /wbg-out/metrics.txt)"
+check "released cgroup's series dropped after their retention ($((i / 2)) s more)" test -z "$(grep 'id="/wbstall/old"' /wbg-out/metrics.txt)"
 daemon_stop
 
 # The active probe: the same verdict, quickly, and nothing left behind, even
