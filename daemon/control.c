@@ -21,6 +21,9 @@ static int on_conn_disconnected(sd_bus_message *msg, void *userdata, sd_bus_erro
 	struct manager *m = userdata;
 	sd_bus *bus = sd_bus_message_get_bus(msg);
 
+	/* a caller killed while it waited (a hook past its timeout) would
+	 * hold its waiter slot until the flush ends */
+	manager_drop_waiters(m, bus);
 	for (size_t i = 0; i < WBG_CONTROL_CONNS_MAX; i++)
 		if (m->control_conns[i] == bus) {
 			m->control_conns[i] = NULL;

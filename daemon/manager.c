@@ -29,6 +29,7 @@
 #include "metrics-http.h"
 #include "oci.h"
 #include "pending.h"
+#include "textfile.h"
 #include "watch-systemd.h"
 #include "wbstats.h"
 
@@ -1111,6 +1112,22 @@ static int on_waiter_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+void manager_drop_waiters(struct manager *m, sd_bus *bus)
+{
+	struct wbg_flush_waiter *w = m->waiters, *next;
+	unsigned n = 0;
+
+	for (; w; w = next) {
+		next = w->next;
+		if (sd_bus_message_get_bus(w->call) != bus)
+			continue;
+		waiter_free(w);
+		n++;
+	}
+	if (n)
+		log_debug("Dropped %u flush waiter(s) of a control connection that closed", n);
+}
+
 struct path_lookup {
 	const char *path;
 	struct wbg_handover *found;
@@ -1397,6 +1414,9 @@ int manager_start(struct manager *m)
 			return r;
 	}
 	arm_watch_retry(m);
+	r = textfile_new(&m->textfile);
+	if (r < 0)
+		return log_error_errno(r, "Cannot start the metrics textfile writer");
 	r = metrics_http_start(m);
 	if (r < 0)
 		return r;
@@ -1485,6 +1505,7 @@ struct manager *manager_free(struct manager *m)
 		expiry_stop(m);
 		metrics_textfile_update(m, true);
 	}
+	textfile_free(m->textfile, 2ULL * 1000 * 1000); /* a stalled disk does not hold the exit */
 	flush_pool_free(m->pool);
 	watch_done(&m->watch);
 	registry_free(&m->reg);

@@ -129,6 +129,7 @@ struct manager {
 	sd_event_source *mhd_io_source, *mhd_timer_source;
 	uint64_t scrapes;
 	uint64_t textfile_written_usec;
+	struct wbg_textfile *textfile; /* its writer thread */
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
@@ -147,6 +148,8 @@ const char *manager_cgroup_path(struct manager *m, uint64_t id);
 /* The control API. A cgroup is named by its path under the cgroupfs root
  * ("a/b" or "/a/b"), never a path of its own. FlushCgroup replies when the
  * cgroup's flush is done, or with outcome "pending" after timeout_usec. */
+/* A control connection went away: its callers wait for nothing any more. */
+void manager_drop_waiters(struct manager *m, sd_bus *bus);
 int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_usec, sd_bus_message *call,
 			 sd_bus_error *error);
 int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,

@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "metrics-http.h"
+#include "textfile.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -49,6 +50,12 @@ void metrics_write(struct manager *m, FILE *f)
 		m->watch.overflows);
 	metric_counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
 		m->watch.watch_failures);
+	metric_counter(f, "wbguard_textfile_writes_total", "Metrics textfile writes done (off the event loop).",
+		textfile_written(m->textfile));
+	metric_counter(f, "wbguard_textfile_errors_total", "Metrics textfile writes that failed.",
+		textfile_errors(m->textfile));
+	metric_counter(f, "wbguard_textfile_replaced_total",
+		"Metrics texts replaced by a newer one before the disk took them.", textfile_replaced(m->textfile));
 	metric_counter(f, "wbguard_records_rotations_total",
 		"Times handovers.jsonl reached records_max_size and was rotated.", m->records.rotations);
 	metric_counter(f, "wbguard_records_errors_total", "Handover records that could not be written to handovers.jsonl.",
@@ -62,6 +69,7 @@ void metrics_write(struct manager *m, FILE *f)
 	metric_counter(f, "wbguard_systemd_stop_jobs_total", "systemd stop jobs seen on the bus.", m->systemd_stop_jobs);
 	metric_counter(f, "wbguard_bus_disconnects_total", "Times the system bus went away.", m->bus_disconnects);
 	gauge(f, "wbguard_tracked_cgroups", "Cgroups wbguardd tracks now.", (double)m->reg.n);
+	gauge(f, "wbguard_flush_waiters", "API callers waiting for a flush to end now.", (double)m->n_waiters);
 	gauge(f, "wbguard_flush_workers_busy", "Flush worker threads inside a flush now.",
 	      (double)flush_pool_busy(m->pool));
 	gauge(f, "wbguard_mitigation_active", "1 when wbguardd flushes for removed cgroups.", m->mitigating);
@@ -209,32 +217,28 @@ void metrics_http_stop(struct manager *m)
 
 void metrics_textfile_update(struct manager *m, bool force)
 {
-	char tmp[sizeof(m->cfg.metrics_textfile) + 16];
 	uint64_t now = 0;
+	char *buf = NULL;
+	size_t n = 0;
 	FILE *f;
 
-	if (!m->cfg.metrics_textfile[0])
+	if (!m->cfg.metrics_textfile[0] || !m->textfile)
 		return;
 	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &now);
 	if (!force && now - m->textfile_written_usec < 5ULL * 1000 * 1000)
 		return;
 	m->textfile_written_usec = now;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", m->cfg.metrics_textfile);
-	f = fopen(tmp, "we");
+	/* made here, written (and fsynced) by the textfile thread */
+	f = open_memstream(&buf, &n);
 	if (!f) {
-		log_warning_errno(errno, "Cannot write %s", tmp);
+		log_oom();
 		return;
 	}
 	metrics_write(m, f);
-	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
-		log_warning_errno(errno, "Cannot write %s", tmp);
-		fclose(f);
-		(void)unlink(tmp);
+	if (fclose(f) != 0) {
+		free(buf);
+		log_oom();
 		return;
 	}
-	fclose(f);
-	if (rename(tmp, m->cfg.metrics_textfile) < 0) {
-		log_warning_errno(errno, "Cannot rename %s", tmp);
-		(void)unlink(tmp);
-	}
+	textfile_submit(m->textfile, m->cfg.metrics_textfile, buf);
 }

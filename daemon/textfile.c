@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cgroup-util.h"
+#include "log.h"
+#include "textfile.h"
+
+struct wbg_textfile {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char *path, *text; /* in hand, not yet taken by the thread */
+	bool busy, stop;
+	uint64_t written, replaced, errors;
+};
+
+static void *run(void *arg)
+{
+	struct wbg_textfile *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		char *path, *text;
+		int r;
+
+		while (!t->text && !t->stop)
+			pthread_cond_wait(&t->cond, &t->lock);
+		if (!t->text)
+			break;
+		path = t->path, text = t->text;
+		t->path = t->text = NULL;
+		t->busy = true;
+		pthread_mutex_unlock(&t->lock);
+		r = write_file_atomic(path, text, true);
+		if (r < 0)
+			log_warning_errno(r, "Cannot write the metrics textfile %s", path);
+		free(path);
+		free(text);
+		pthread_mutex_lock(&t->lock);
+		t->busy = false;
+		if (r < 0)
+			t->errors++;
+		else
+			t->written++;
+		pthread_cond_broadcast(&t->cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+int textfile_new(struct wbg_textfile **ret)
+{
+	struct wbg_textfile *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	r = pthread_create(&t->thread, NULL, run, t);
+	if (r != 0) {
+		free(t);
+		return -r;
+	}
+	*ret = t;
+	return 0;
+}
+
+void textfile_submit(struct wbg_textfile *t, const char *path, char *text)
+{
+	char *p = strdup(path);
+
+	if (!p) {
+		free(text);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (t->text)
+		t->replaced++; /* the disk is slower than our updates: the newest wins */
+	free(t->path);
+	free(t->text);
+	t->path = p;
+	t->text = text;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void textfile_free(struct wbg_textfile *t, uint64_t wait_usec)
+{
+	struct timespec until;
+	bool done;
+
+	if (!t)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(wait_usec / 1000000);
+	until.tv_nsec += (long)(wait_usec % 1000000) * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&t->lock);
+	while ((t->text || t->busy) && pthread_cond_timedwait(&t->cond, &t->lock, &until) == 0)
+		;
+	done = !t->text && !t->busy;
+	t->stop = true;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	if (!done) {
+		/* stuck in the kernel on a stalled disk: we exit without it */
+		log_warning("The metrics textfile is still being written; not waiting for it");
+		pthread_detach(t->thread);
+		return; /* t stays for the thread */
+	}
+	pthread_join(t->thread, NULL);
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+	free(t->path);
+	free(t->text);
+	free(t);
+}
+
+static uint64_t get(struct wbg_textfile *t, const uint64_t *v)
+{
+	uint64_t x;
+
+	pthread_mutex_lock(&t->lock);
+	x = *v;
+	pthread_mutex_unlock(&t->lock);
+	return x;
+}
+
+uint64_t textfile_written(struct wbg_textfile *t)
+{
+	return t ? get(t, &t->written) : 0;
+}
+
+uint64_t textfile_replaced(struct wbg_textfile *t)
+{
+	return t ? get(t, &t->replaced) : 0;
+}
+
+uint64_t textfile_errors(struct wbg_textfile *t)
+{
+	return t ? get(t, &t->errors) : 0;
+}
