@@ -33,6 +33,7 @@ struct wbg_bpf {
 	struct ring_buffer *rmdir_rb;
 	wbg_rmdir_cb rmdir_cb;
 	void *rmdir_userdata;
+	uint64_t devset_deletes; /* cgroup_devs entries we deleted (the BPF side counts inserts) */
 };
 
 /* libbpf's own messages go through our log at debug level (warnings at
@@ -186,7 +187,7 @@ static void attach_each(struct wbg_bpf *b)
 }
 
 /* One attempt with the given program groups. */
-static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
+static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *b = NULL;
 	struct btf *vmlinux;
@@ -226,6 +227,11 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_
 	}
 	btf__free(vmlinux);
 	b->skel->rodata->max_inodes_per_cgroup = max_inodes_per_cgroup;
+	if (dirtied_cgroups) {
+		r = bpf_map__set_max_entries(b->skel->maps.cgroup_devs, dirtied_cgroups);
+		if (r < 0)
+			return r;
+	}
 	r = wbguard_bpf__load(b->skel);
 	if (r < 0)
 		return r;
@@ -235,13 +241,13 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_
 	return 0;
 }
 
-int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret)
+int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret)
 {
 	unsigned ok = 0;
 	int r;
 
 	libbpf_set_print(libbpf_print);
-	r = try_open(groups, max_inodes_per_cgroup, ret);
+	r = try_open(groups, max_inodes_per_cgroup, dirtied_cgroups, ret);
 	if (r >= 0)
 		return 0;
 	/* One program the kernel refuses must not cost the others: find the
@@ -251,7 +257,7 @@ int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf
 
 		if (!(groups & g))
 			continue;
-		if (try_open(g, max_inodes_per_cgroup, &b) >= 0)
+		if (try_open(g, max_inodes_per_cgroup, dirtied_cgroups, &b) >= 0)
 			ok |= g;
 		else
 			log_warning("BPF program group '%s' does not load on this kernel", wbg_bpf_group_name(g));
@@ -259,7 +265,7 @@ int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf
 	}
 	if (!ok)
 		return log_error_errno(r, "Failed to load BPF programs");
-	return try_open(ok, max_inodes_per_cgroup, ret);
+	return try_open(ok, max_inodes_per_cgroup, dirtied_cgroups, ret);
 }
 
 unsigned wbg_bpf_groups(const struct wbg_bpf *b)
@@ -445,16 +451,18 @@ static int collect_cb(const void *key, const void *value, void *userdata)
 }
 
 int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
-			bool *ret_overflow)
+			bool *ret_overflow, bool *ret_found)
 {
 	struct wbg_cgroup_devs v;
 	struct wbg_dirtied_dev *d;
+	bool found = true;
 	size_t n = 0;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id, &v) < 0) {
 		if (errno != ENOENT)
 			return -errno;
-		v = (struct wbg_cgroup_devs){ 0 }; /* dirtied nothing (or was evicted: see overflow) */
+		v = (struct wbg_cgroup_devs){ 0 }; /* dirtied nothing, or evicted (the caller asks which may be) */
+		found = false;
 	}
 	d = calloc(WBG_DEVS_PER_CGROUP, sizeof(*d));
 	if (!d)
@@ -468,6 +476,42 @@ int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_
 	*ret = d;
 	*ret_n = n;
 	*ret_overflow = v.overflow != 0;
+	*ret_found = found;
+	return 0;
+}
+
+static uint64_t devset_inserts(const struct wbg_bpf *b)
+{
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
+
+	return wbg_bpf_totals(b, t) < 0 ? 0 : t[WBG_T_DEVSET_INSERTS];
+}
+
+bool wbg_bpf_devsets_may_have_evicted(const struct wbg_bpf *b)
+{
+	uint64_t ins = devset_inserts(b), del = b->devset_deletes;
+
+	/* half the bound: the kernel's LRU keeps per-CPU free lists and may
+	 * start evicting before it is full */
+	return ins > del && ins - del > bpf_map__max_entries(b->skel->maps.cgroup_devs) / 2;
+}
+
+int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret)
+{
+	int fd = bpf_map__fd(b->skel->maps.cgroup_devs);
+	uint64_t key, next, held = 0, ins = devset_inserts(b), del = b->devset_deletes;
+	void *prev = NULL;
+
+	if (!wbg_bpf_devsets_may_have_evicted(b)) {
+		*ret = 0;
+		return 0;
+	}
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		held++;
+		key = next;
+		prev = &key;
+	}
+	*ret = ins > del + held ? ins - del - held : 0;
 	return 0;
 }
 
@@ -497,9 +541,10 @@ int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wb
  * the cgroup's entries in dirtied_inodes are left to that map's LRU (cgroup
  * ids are never reused, and nothing touches them again, so they are the
  * first evicted). */
-int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id)
+int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id)
 {
-	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id);
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id) == 0)
+		b->devset_deletes++;
 	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
 	return 0;
 }

@@ -24,7 +24,9 @@ struct wbg_bpf;
 /* Where tracefs is when it is not at /sys/kernel/tracing (in a container:
  * the host's, below /proc/1/root); for classic tracepoints. */
 void wbg_bpf_set_tracefs(const char *dir);
-int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, struct wbg_bpf **ret);
+/* dirtied_cgroups: the bound of the per-cgroup dirtied-device sets (0:
+ * WBG_DIRTIED_CGROUPS_MAX). */
+int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */
 unsigned wbg_bpf_groups(const struct wbg_bpf *b);
 const char *wbg_bpf_group_name(unsigned group);
@@ -78,10 +80,17 @@ struct wbg_dirtied_dev {
  * holds. *ret_complete is false when the inode set is not the whole story
  * (per-cgroup bound hit, or entries evicted). */
 int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
-			bool *ret_overflow);
+			bool *ret_overflow, bool *ret_found);
+/* The sets are an LRU: once it has held more than about its bound (the
+ * kernel's LRU may evict a little before max_entries), a missing set may be
+ * an evicted one rather than "dirtied nothing". */
+bool wbg_bpf_devsets_may_have_evicted(const struct wbg_bpf *b);
+/* Sets the LRU evicted so far: created - deleted - held now (a walk of the
+ * map, only once evictions are possible). */
+int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret);
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete);
-int wbg_bpf_forget_cgroup(const struct wbg_bpf *b, uint64_t cgroup_id);
+int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <netinet/in.h>
 
 #include "conf.h"
+#include "wbguard.h"
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
@@ -22,6 +24,7 @@ void config_init(struct wbg_config *c)
 		.log_level = LOG_INFO,
 		.state_dir = "/run/wbguard",
 		.records_max_bytes = 4 << 20,
+		.bpf_dirtied_cgroups = WBG_DIRTIED_CGROUPS_MAX,
 		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.proc_sys = "/proc/sys",
 		.flush = true,
@@ -46,6 +49,7 @@ void config_init(struct wbg_config *c)
 		.boost_window_usec = 60ULL * 1000000,
 		.bpf = true,
 		.metrics_listen = "127.0.0.1:9573",
+		.flush_exclude = WBG_FLUSH_EXCLUDE_DEFAULT,
 	};
 }
 
@@ -101,6 +105,17 @@ static int config_copy(struct wbg_config *dst, const struct wbg_config *src)
 		dst->n_policies = i + 1;
 	}
 	return 0;
+}
+
+bool config_fstype_excluded(const struct wbg_config *c, const char *fstype)
+{
+	char copy[sizeof(c->flush_exclude)], *saveptr = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", c->flush_exclude);
+	for (char *t = strtok_r(copy, " \t", &saveptr); t; t = strtok_r(NULL, " \t", &saveptr))
+		if (fnmatch(t, fstype, 0) == 0)
+			return true;
+	return false;
 }
 
 const char *const *config_runtime_dirs(const struct wbg_config *c, unsigned *ret_n)
@@ -338,6 +353,13 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		return *expect = "a number from 0 to 1048576", parse_uint(v, 0, 1 << 20, &c->max_inodes);
 	if (IS("flush", "block_devices"))
 		return *expect = "yes or no", parse_bool(v, &c->flush_bdev);
+	if (IS("flush", "exclude_fstypes")) {
+		*expect = "filesystem types or globs separated by spaces (nfs fuse.*), or empty";
+		if (strlen(v) >= sizeof(c->flush_exclude) || strpbrk(v, "/\\"))
+			return -EINVAL;
+		snprintf(c->flush_exclude, sizeof(c->flush_exclude), "%s", v);
+		return 0;
+	}
 	if (IS("flush", "scratch_cycle"))
 		return *expect = "yes or no", parse_bool(v, &c->scratch_cycle);
 	if (IS("mitigation", "mode")) {
@@ -393,6 +415,9 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		}
 		return -ENOKEY;
 	}
+	if (IS("bpf", "dirtied_cgroups"))
+		return *expect = "a number of cgroups from 64 to 1048576",
+		       parse_uint(v, 64, 1048576, &c->bpf_dirtied_cgroups);
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
 	if (IS("metrics", "series_retention_sec"))

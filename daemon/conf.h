@@ -13,6 +13,7 @@
 #define WBG_FSTYPES_MAX 8
 #define WBG_POLICIES_MAX 64
 #define WBG_RUNTIME_DIRS_MAX 8
+#define WBG_FLUSH_EXCLUDE_DEFAULT "nfs nfs4 cifs smb3 ceph glusterfs lustre afs fuse fuse.* fuseblk"
 
 enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF };
 enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
@@ -47,6 +48,7 @@ struct wbg_config {
 	enum wbg_inode_flush inode_flush;
 	unsigned max_inodes; /* per cgroup, for the inode-level flush */
 	bool flush_bdev;
+	char flush_exclude[512]; /* fstype globs never flushed (network, FUSE), separated by spaces */
 	bool scratch_cycle;
 	/* [mitigation] */
 	enum wbg_mitigation mitigation;
@@ -65,6 +67,7 @@ struct wbg_config {
 	unsigned n_policies;
 	/* [bpf] */
 	bool bpf;
+	unsigned bpf_dirtied_cgroups; /* bound of the per-cgroup dirtied-device sets */
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
@@ -83,5 +86,8 @@ int config_load(struct wbg_config *c, const char *path);
 int config_parse_file(struct wbg_config *c, const char *path);
 int config_parse_string(struct wbg_config *c, const char *name, const char *text);
 unsigned config_passes_for(const struct wbg_config *c, const char *fstype);
+/* Whether [flush] exclude_fstypes names it (a glob): its syncfs can hang
+ * for as long as a server or a FUSE daemon takes. */
+bool config_fstype_excluded(const struct wbg_config *c, const char *fstype);
 /* "1.2.3.4:9573" or "[::1]:9573" to a socket address. */
 int parse_listen(const char *v, struct sockaddr_storage *ret);

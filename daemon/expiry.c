@@ -387,7 +387,7 @@ void expiry_handover_ended(struct manager *m, const struct wbg_handover *h)
 	/* Interrupted: wbguardd is stopping, and stopping ends with the
 	 * admin's value and no holder (the next start redoes the flush). */
 	if (!m->cfg.boost_cs || !m->sysctl_ok || m->dying_wb == WBG_VERDICT_ACTIVE ||
-	    h->outcome == WBG_OUTCOME_INTERRUPTED)
+	    h->outcome == WBG_OUTCOME_INTERRUPTED || h->not_own)
 		return;
 	clean = (h->outcome == WBG_OUTCOME_FLUSHED || h->outcome == WBG_OUTCOME_CLEAN ||
 		 h->outcome == WBG_OUTCOME_CHILDREN || (h->outcome == WBG_OUTCOME_DISABLED && m->cfg.flush)) &&

@@ -27,6 +27,12 @@ struct flush_pool {
 	pthread_cond_t cond;
 	pthread_t *threads;
 	unsigned n_threads, busy;
+	unsigned workers;   /* threads asked for */
+	unsigned alive;     /* threads not exited (a stuck one counts until it returns) */
+	unsigned stuck;     /* of those, inside a job past its timeout */
+	uint64_t stuck_total, refused_busy, inodes_capped;
+	void (*run)(struct flush_job *j, void *userdata);
+	void *run_userdata;
 	struct flush_job *run_head, *run_tail;
 	struct flush_job *done_head, *done_tail;
 	struct slot *slots;
@@ -221,7 +227,10 @@ static void *worker(void *userdata)
 		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 
-		run_job(p, j);
+		if (p->run)
+			p->run(j, p->run_userdata);
+		else
+			run_job(p, j);
 
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
@@ -235,9 +244,73 @@ static void *worker(void *userdata)
 		}
 		append(&p->done_head, &p->done_tail, j);
 		(void)eventfd_write(p->efd, 1);
+		if (j->stuck) {
+			/* back from a hang: one thread too many now */
+			p->stuck--;
+			if (p->alive - p->stuck > p->workers)
+				break;
+		}
 	}
+	p->alive--;
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
+}
+
+/* With p->lock held. */
+static int add_thread(struct flush_pool *p)
+{
+	pthread_t *t = realloc(p->threads, (p->n_threads + 1) * sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	p->threads = t;
+	r = -pthread_create(&p->threads[p->n_threads], NULL, worker, p);
+	if (r < 0)
+		return r;
+	p->n_threads++;
+	p->alive++;
+	return 0;
+}
+
+unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec)
+{
+	uint64_t now = now_usec();
+	unsigned n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_slots; i++) {
+		struct flush_job *j = p->slots[i].running;
+
+		if (!j || j->stuck || now - j->started_usec < timeout_usec)
+			continue;
+		j->stuck = true;
+		p->stuck++;
+		p->stuck_total++;
+		n++;
+		/* its thread is the kernel's until the I/O returns: another
+		 * takes its place, so other filesystems keep flushing */
+		if (p->stuck <= FLUSH_STUCK_MAX && add_thread(p) < 0)
+			break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+void flush_pool_set_runner(struct flush_pool *p, void (*run)(struct flush_job *j, void *userdata), void *userdata)
+{
+	pthread_mutex_lock(&p->lock);
+	p->run = run;
+	p->run_userdata = userdata;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)
+{
+	pthread_mutex_lock(&p->lock);
+	*ret = (struct flush_pool_stats){ .busy = p->busy, .stuck = p->stuck, .stuck_total = p->stuck_total,
+					  .refused_busy = p->refused_busy, .inodes_capped = p->inodes_capped };
+	pthread_mutex_unlock(&p->lock);
 }
 
 int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_pool **ret)
@@ -252,18 +325,24 @@ int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_p
 	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->sysfs_dev_block = strdup(sysfs_dev_block);
 	p->threads = calloc(threads, sizeof(pthread_t));
+	p->workers = threads;
 	if (p->efd < 0 || !p->sysfs_dev_block || !p->threads) {
 		r = p->efd < 0 ? -errno : -ENOMEM;
 		flush_pool_free(p);
 		return r;
 	}
 	for (unsigned i = 0; i < threads; i++) {
+		pthread_mutex_lock(&p->lock);
 		r = -pthread_create(&p->threads[i], NULL, worker, p);
+		if (r >= 0) {
+			p->n_threads++;
+			p->alive++;
+		}
+		pthread_mutex_unlock(&p->lock);
 		if (r < 0) {
 			flush_pool_free(p);
 			return r;
 		}
-		p->n_threads++;
 	}
 	*ret = p;
 	return 0;
@@ -313,15 +392,23 @@ int flush_pool_fd(const struct flush_pool *p)
 	return p->efd;
 }
 
-unsigned flush_pool_busy(const struct flush_pool *p)
+static void drop_inodes(struct flush_job *j)
 {
-	return p->busy;
+	j->use_inodes = false;
+	free(j->inodes);
+	j->inodes = NULL;
+	j->n_inodes = j->cap_inodes = 0;
 }
 
-static int merge(struct flush_job *into, struct flush_job *j)
+/* With p->lock held. */
+static int merge(struct flush_pool *p, struct flush_job *into, struct flush_job *j)
 {
 	int r;
 
+	if (into->n_waiters + j->n_waiters > FLUSH_JOB_WAITERS_MAX) {
+		p->refused_busy++;
+		return -EBUSY;
+	}
 	for (size_t i = 0; i < j->n_waiters; i++) {
 		r = flush_job_add_waiter(into, j->waiters[i]);
 		if (r < 0)
@@ -342,7 +429,11 @@ static int merge(struct flush_job *into, struct flush_job *j)
 			into->n_inodes = into->cap_inodes = 0;
 		}
 	}
-	if (into->use_inodes && j->use_inodes) {
+	if (into->use_inodes && j->use_inodes && into->n_inodes + j->n_inodes > FLUSH_JOB_INODES_MAX) {
+		/* bounded: the whole filesystem covers them all */
+		p->inodes_capped++;
+		drop_inodes(into);
+	} else if (into->use_inodes && j->use_inodes) {
 		r = flush_job_add_inodes(into, j->inodes, j->n_inodes);
 		if (r < 0)
 			return r;
@@ -369,7 +460,7 @@ int flush_pool_submit(struct flush_pool *p, struct flush_job *j)
 	if (!s)
 		r = -ENOMEM;
 	else if (s->waiting) {
-		r = merge(s->waiting, j);
+		r = merge(p, s->waiting, j);
 		if (r == 0)
 			flush_job_free(j);
 	} else {

@@ -7,6 +7,13 @@
  * fifty removals on one filesystem cost at most two syncfs rounds. The
  * number of threads caps global concurrency. Finished jobs are handed back to
  * the event loop through an eventfd.
+ *
+ * A flush can hang for good (an NFS server gone, a FUSE daemon stopped, a
+ * suspended device): a worker still inside one after the timeout is given
+ * up on (stuck) and a new thread takes its place, up to FLUSH_STUCK_MAX at
+ * once, so that other filesystems keep flushing. A merged job is bounded:
+ * past FLUSH_JOB_INODES_MAX inodes it becomes a syncfs, past
+ * FLUSH_JOB_WAITERS_MAX waiters a submit is refused with -EBUSY.
  */
 #pragma once
 
@@ -17,6 +24,10 @@
 #include "flush-ops.h"
 
 enum flush_kind { FLUSH_FS, FLUSH_BDEV };
+
+#define FLUSH_STUCK_MAX 16
+#define FLUSH_JOB_INODES_MAX 65536
+#define FLUSH_JOB_WAITERS_MAX 4096
 
 /* HANDOVER: a removed cgroup's data, all of it, before its wb dies (fsync
  * the inodes, then one syncfs pass; or syncfs passes). EXPIRY: a live pod's
@@ -48,11 +59,24 @@ struct flush_job {
 	bool fell_back;          /* inodes were refused; syncfs was done instead */
 	struct wbg_flush_stats stats;
 	uint64_t device_bytes;   /* written to the device while the job ran */
+	bool stuck;              /* still running past the timeout: its worker was replaced */
+};
+
+/* Pool counters, read on the event loop. */
+struct flush_pool_stats {
+	unsigned busy, stuck;
+	uint64_t stuck_total, refused_busy, inodes_capped;
 };
 
 struct flush_pool;
 
 int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_pool **ret);
+/* Tests: run jobs with this instead of the real flush. */
+void flush_pool_set_runner(struct flush_pool *p, void (*run)(struct flush_job *j, void *userdata), void *userdata);
+/* Marks jobs running for longer than timeout_usec stuck and starts a thread
+ * for each (within FLUSH_STUCK_MAX). Returns how many it marked. */
+unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec);
+void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret);
 void flush_pool_free(struct flush_pool *p);
 /* Readable when jobs have finished. */
 int flush_pool_fd(const struct flush_pool *p);
@@ -61,7 +85,6 @@ int flush_pool_fd(const struct flush_pool *p);
 int flush_pool_submit(struct flush_pool *p, struct flush_job *job);
 /* Finished jobs, oldest first; the caller frees them with flush_job_free. */
 struct flush_job *flush_pool_take_done(struct flush_pool *p);
-unsigned flush_pool_busy(const struct flush_pool *p);
 
 struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fstype, const char *mount);
 int flush_job_add_waiter(struct flush_job *j, uint64_t handover_id);

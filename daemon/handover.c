@@ -56,6 +56,11 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 {
 	struct wbg_plan_target *t;
 
+	*ret = NULL;
+	if (kind == FLUSH_FS && m && config_fstype_excluded(cfg, m->fstype)) {
+		p->n_excluded++; /* [flush] exclude_fstypes: a syncfs that may never return */
+		return 0;
+	}
 	for (size_t i = 0; i < p->n; i++)
 		if (p->t[i].dev == dev && p->t[i].kind == kind) {
 			*ret = &p->t[i];
@@ -77,7 +82,6 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 	return 0;
 }
 
-static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p);
 
 static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 			 const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *p)
@@ -85,12 +89,14 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
 	_cleanup_free_ struct wbg_inode_key *inodes = NULL;
 	size_t n_devs = 0, n_inodes = 0;
-	bool complete = false, overflow = false;
+	bool complete = false, overflow = false, found = false;
 	int r;
 
-	r = wbg_bpf_cgroup_devs(bpf, cgroup_id, &devs, &n_devs, &overflow);
+	r = wbg_bpf_cgroup_devs(bpf, cgroup_id, &devs, &n_devs, &overflow, &found);
 	if (r < 0)
 		return r;
+	p->own_set_missing = !found;
+	p->set_maybe_evicted = !found && wbg_bpf_devsets_may_have_evicted(bpf);
 	if (cfg->inode_flush == WBG_INODE_FLUSH_ON) {
 		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete);
 		if (r < 0)
@@ -127,6 +133,8 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 			r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
 			if (r < 0)
 				return r;
+			if (!t)
+				continue; /* excluded */
 			/* auto means syncfs: measured (daemon-bench, ext4, 6.12),
 			 * fsync by handle plus the syncfs pass that must follow
 			 * it wrote the same bytes in twice the time. */
@@ -150,7 +158,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 	/* It dirtied more devices than its set holds: the rest may be any
 	 * filesystem. */
 	if (overflow) {
-		r = plan_from_mounts(cfg, mounts, p);
+		r = handover_plan_mounts(cfg, mounts, p);
 		if (r < 0)
 			return r;
 	}
@@ -160,7 +168,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 
 /* Without BPF we cannot know what the cgroup wrote: every filesystem with
  * writeback. */
-static int plan_from_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p)
+int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p)
 {
 	for (size_t i = 0; i < mounts->n; i++) {
 		const struct wbg_mount *m = &mounts->v[i];
@@ -267,7 +275,7 @@ int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret)
 {
 	struct wbg_plan p = { 0 };
-	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bdevs, bpf, &p) : plan_from_mounts(cfg, mounts, &p);
+	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bdevs, bpf, &p) : handover_plan_mounts(cfg, mounts, &p);
 
 	if (r < 0) {
 		plan_free(&p);
@@ -386,6 +394,8 @@ struct json_object *handover_to_json(const struct wbg_handover *h)
 	json_object_object_add(o, "fs_targets", json_object_new_int(h->n_fs));
 	json_object_object_add(o, "inode_targets", json_object_new_int(h->n_inode_targets));
 	json_object_object_add(o, "bdev_targets", json_object_new_int(h->n_bdev));
+	if (h->n_excluded)
+		json_object_object_add(o, "excluded_targets", json_object_new_int(h->n_excluded));
 	if (h->n_targets) {
 		struct json_object *a = json_object_new_array();
 

@@ -64,6 +64,9 @@ struct wbg_plan {
 	size_t n;
 	const char *source; /* "bpf" or "mounts" */
 	bool inodes_incomplete;
+	unsigned n_excluded;    /* filesystems left out: [flush] exclude_fstypes */
+	bool own_set_missing;   /* BPF has no dirtied-device set for the cgroup itself */
+	bool set_maybe_evicted; /* ... and its LRU may have evicted it */
 };
 
 struct wbg_handover {
@@ -82,6 +85,7 @@ struct wbg_handover {
 	bool dirty_known;
 	const char *plan_source;
 	unsigned n_targets, n_fs, n_bdev, n_inode_targets, n_pending, n_failed;
+	unsigned n_excluded; /* filesystems left out by [flush] exclude_fstypes */
 	uint64_t inodes_synced, inodes_gone, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup, t_verified;
@@ -89,6 +93,7 @@ struct wbg_handover {
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */
+	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
 	struct {
 		unsigned major, minor;
 		char fstype[32];
@@ -101,6 +106,9 @@ struct wbg_handover {
  * nodes by number; bpf may be NULL. */
 int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret);
+/* Every filesystem with writeback in the mount table (no BPF, or a set the
+ * BPF LRU may have evicted), added to p. */
+int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p);
 /* The targets a handover interrupted by a restart had recorded
  * (pending.h): filesystems by device, block devices by node. */
 int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,

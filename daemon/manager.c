@@ -342,6 +342,10 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	if (h->n_pending == 0)
 		return 0;
 	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)m->cfg.timeout_usec / 1e6);
+	/* a worker still inside it goes on waiting for the kernel, and
+	 * another thread takes its place */
+	if (flush_pool_reap_stuck(m->pool, m->cfg.timeout_usec))
+		log_warning("A flush worker is stuck in the kernel (a filesystem that does not answer); started another");
 	h->outcome = WBG_OUTCOME_TIMEOUT;
 	h->reason = "flush timeout";
 	h->n_pending = 0;
@@ -375,12 +379,19 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 	int r;
 
 	h->plan_source = plan->source;
+	h->n_excluded = plan->n_excluded;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct wbg_plan_target *t = &plan->t[i];
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
 		r = plan_target_submit(m->pool, t, FLUSH_MODE_HANDOVER, h->id);
+		if (r == -EBUSY) {
+			/* that target's queue is full (its flush hangs): failed */
+			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
+			h->n_failed++;
+			continue;
+		}
 		if (r < 0)
 			return log_oom();
 		if (h->n_targets < ELEMENTSOF(h->target)) {
@@ -451,6 +462,38 @@ static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
 	free(c->ns_devs);
 	c->ns_devs = devs;
 	c->n_ns_devs = n;
+}
+
+struct path_prefix {
+	const char *path;
+	size_t len;
+	bool found;
+};
+
+static void match_descendant(const void *nodep, VISIT which, void *closure)
+{
+	const struct wbg_handover *h = *(struct wbg_handover *const *)nodep;
+	struct path_prefix *p = closure;
+
+	if ((which == postorder || which == leaf) && strncmp(h->path, p->path, p->len) == 0 && h->path[p->len] == '/')
+		p->found = true;
+}
+
+/* Whether a cgroup below path has a handover in progress or among the
+ * recent ones. */
+static bool descendants_handed_over(const struct manager *m, const char *path)
+{
+	struct path_prefix p = { .path = path, .len = strlen(path) };
+
+	if (!*path)
+		return false;
+	twalk_r(m->active, match_descendant, &p);
+	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++) {
+		const char *r = m->recent[i].path;
+
+		p.found = r && strncmp(r, path, p.len) == 0 && r[p.len] == '/';
+	}
+	return p.found;
 }
 
 /* A handover that ends before any flush. One that ends while the cgroup
@@ -556,11 +599,40 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "planning failed";
+	} else if (plan.n == 0 && plan.own_set_missing && h->dirty_known && descendants_handed_over(m, c->path)) {
+		/* A pod's cgroup whose containers were removed just before it
+		 * (runtimes rmdir them at once): its memory.stat still counts
+		 * their dying cgroups' pages, which their handovers cover. */
+		h->outcome = WBG_OUTCOME_CHILDREN;
+		h->reason = "dirtied nothing itself; its removed child cgroups' handovers cover the rest";
+	} else if (plan.n == 0 && plan.set_maybe_evicted && h->dirty_known) {
+		/* Its set may be one the BPF LRU evicted (a tenant with many
+		 * cgroups): every filesystem, rather than dirty data left. */
+		m->plans_set_evicted++;
+		r = handover_plan_mounts(&m->cfg, &m->mounts, &plan);
+		plan.source = "mounts (bpf set evicted)";
+		if (r >= 0 && plan.n > 0)
+			r = submit_plan(m, h, &plan);
+		if (r < 0 || plan.n == 0) {
+			h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+			h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
+		}
+	} else if (plan.n == 0 && plan.n_excluded) {
+		/* network and FUSE filesystems have no cgroup writeback (no
+		 * dying wb to stall on), and their syncfs can hang */
+		h->outcome = WBG_OUTCOME_NO_TARGETS;
+		h->reason = "its filesystems are excluded ([flush] exclude_fstypes)";
+		h->not_own = true;
 	} else if (plan.n == 0) {
 		/* Nothing recorded: with BPF this means the cgroup dirtied no
-		 * filesystem we can reach. */
+		 * filesystem we can reach; with its set missing (not evicted),
+		 * that the dirty pages charged to it are not its own writes, so
+		 * they do not boost. */
 		h->outcome = h->dirty_known ? WBG_OUTCOME_NO_TARGETS : WBG_OUTCOME_CLEAN;
-		h->reason = h->dirty_known ? "dirty, but no filesystem to flush was found" : "nothing dirtied was recorded";
+		h->reason = h->dirty_known ? (plan.own_set_missing ? "dirty, but it dirtied no filesystem itself"
+								   : "dirty, but no filesystem to flush was found")
+					   : "nothing dirtied was recorded";
+		h->not_own = plan.own_set_missing;
 	} else {
 		r = submit_plan(m, h, &plan);
 		if (r < 0) {
@@ -1319,7 +1391,7 @@ int manager_start(struct manager *m)
 	if (m->cfg.host_root[0])
 		wbg_bpf_set_tracefs(tracing);
 	if (m->cfg.bpf) {
-		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, &m->bpf);
+		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, m->cfg.bpf_dirtied_cgroups, &m->bpf);
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}

@@ -100,6 +100,7 @@ struct manager {
 	struct wbg_ids ids; /* handover ids, unique across restarts */
 	size_t n_active;    /* handovers in m->active */
 	struct wbg_records records;
+	uint64_t plans_set_evicted; /* handovers planned from the mount table: BPF set maybe evicted */
 
 	/* counters, exported later as metrics */
 	uint64_t handovers[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];

@@ -56,6 +56,16 @@ void metrics_write(struct manager *m, FILE *f)
 		textfile_errors(m->textfile));
 	metric_counter(f, "wbguard_textfile_replaced_total",
 		"Metrics texts replaced by a newer one before the disk took them.", textfile_replaced(m->textfile));
+	if (wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) {
+		uint64_t evicted = 0;
+
+		if (wbg_bpf_devsets_evicted(m->bpf, &evicted) >= 0)
+			metric_counter(f, "wbguard_bpf_devsets_evicted_total",
+				       "Per-cgroup dirtied-device sets the BPF LRU evicted ([bpf] dirtied_cgroups).", evicted);
+	}
+	metric_counter(f, "wbguard_handover_plans_evicted_total",
+		"Handovers planned from the mount table because their cgroup's BPF set may have been evicted.",
+		m->plans_set_evicted);
 	metric_counter(f, "wbguard_records_rotations_total",
 		"Times handovers.jsonl reached records_max_size and was rotated.", m->records.rotations);
 	metric_counter(f, "wbguard_records_errors_total", "Handover records that could not be written to handovers.jsonl.",
@@ -70,8 +80,20 @@ void metrics_write(struct manager *m, FILE *f)
 	metric_counter(f, "wbguard_bus_disconnects_total", "Times the system bus went away.", m->bus_disconnects);
 	gauge(f, "wbguard_tracked_cgroups", "Cgroups wbguardd tracks now.", (double)m->reg.n);
 	gauge(f, "wbguard_flush_waiters", "API callers waiting for a flush to end now.", (double)m->n_waiters);
-	gauge(f, "wbguard_flush_workers_busy", "Flush worker threads inside a flush now.",
-	      (double)flush_pool_busy(m->pool));
+	{
+		struct flush_pool_stats ps;
+
+		flush_pool_stats(m->pool, &ps);
+		gauge(f, "wbguard_flush_workers_busy", "Flush worker threads inside a flush now.", (double)ps.busy);
+		gauge(f, "wbguard_flush_workers_stuck",
+		      "Flush workers still inside a flush past its timeout (replaced by new threads).", (double)ps.stuck);
+		metric_counter(f, "wbguard_flush_stuck_total", "Flushes given up on as stuck past their timeout.",
+			       ps.stuck_total);
+		metric_counter(f, "wbguard_flush_refused_busy_total",
+			       "Flush requests refused: the target's waiting job had too many waiters.", ps.refused_busy);
+		metric_counter(f, "wbguard_flush_inodes_capped_total",
+			       "Merged jobs whose inode list hit its bound and became a syncfs.", ps.inodes_capped);
+	}
 	gauge(f, "wbguard_mitigation_active", "1 when wbguardd flushes for removed cgroups.", m->mitigating);
 	gauge(f, "wbguard_system_bus_connected", "1 while wbguardd is subscribed to systemd.", m->bus ? 1 : 0);
 

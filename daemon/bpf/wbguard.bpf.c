@@ -153,7 +153,14 @@ static __always_inline void note_dev(__u64 cgid, __u32 dev, __u32 kind)
 	struct wbg_cgroup_devs *v, init = {};
 	__u64 tag = WBG_DEV_TAG(kind, dev);
 
-	v = lookup_or_init(&cgroup_devs, &cgid, &init);
+	v = bpf_map_lookup_elem(&cgroup_devs, &cgid);
+	if (!v) {
+		/* counted: with user space's deletes, how full the LRU has
+		 * been, so that a missing set is known to be maybe evicted */
+		if (bpf_map_update_elem(&cgroup_devs, &cgid, &init, BPF_NOEXIST) == 0)
+			total_add(WBG_T_DEVSET_INSERTS, 1);
+		v = bpf_map_lookup_elem(&cgroup_devs, &cgid);
+	}
 	if (!v)
 		return;
 	for (int i = 0; i < WBG_DEVS_PER_CGROUP; i++) {

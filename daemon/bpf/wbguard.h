@@ -8,7 +8,7 @@
 
 #define WBG_WBID_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup result series */
 #define WBG_INFLIGHT_MAX 1024  /* tasks inside cgroup_writeback_by_id at once */
-#define WBG_DIRTIED_CGROUPS_MAX 32768 /* cgroups with a dirtied-device set: 3x issue 7's 10,000 */
+#define WBG_DIRTIED_CGROUPS_MAX 32768 /* cgroups with a dirtied-device set: 3x issue 7's 10,000 ([bpf] dirtied_cgroups) */
 #define WBG_DEVS_PER_CGROUP 4  /* devices per set; more sets its overflow flag */
 #define WBG_INODES_MAX 65536   /* (cgroup, inode) pairs */
 #define WBG_CGROUPS_MAX 16384  /* cgroups with an inode count */
@@ -100,6 +100,7 @@ enum wbg_total {
 	WBG_T_BDP_PAUSE_MS,           /* ... their length in ms, as traced */
 	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */
 	WBG_T_LIFE_LOST,              /* removals/releases the full ring buffer dropped */
+	WBG_T_DEVSET_INSERTS,         /* cgroup_devs entries created (user space counts its deletes) */
 	_WBG_TOTAL_MAX,
 };
 

@@ -4,6 +4,8 @@
  * results. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +20,93 @@ static struct flush_job *job(dev_t dev, const char *mount, uint64_t waiter)
 	j->passes = 1;
 	flush_job_add_waiter(j, waiter);
 	return j;
+}
+
+/* A fake flush: jobs for dev 1 hang until released, as on a filesystem
+ * whose server is gone; the rest return at once. */
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
+static bool released;
+
+static void fake_run(struct flush_job *j, void *userdata)
+{
+	j->started_usec = j->queued_usec;
+	if (j->dev == 1) {
+		pthread_mutex_lock(&hang_lock);
+		while (!released)
+			pthread_cond_wait(&hang_cond, &hang_lock);
+		pthread_mutex_unlock(&hang_lock);
+	}
+	j->result = 0;
+	j->finished_usec = j->started_usec + 1;
+}
+
+/* Jobs back from the pool within ms; returns how many. */
+static unsigned collect(struct flush_pool *p, int ms, dev_t *last_dev)
+{
+	struct pollfd pfd = { .fd = flush_pool_fd(p), .events = POLLIN };
+	struct flush_job *j;
+	unsigned n = 0;
+
+	while (poll(&pfd, 1, ms) > 0) {
+		while ((j = flush_pool_take_done(p))) {
+			n++;
+			if (last_dev)
+				*last_dev = j->dev;
+			flush_job_free(j);
+		}
+		ms = 50;
+	}
+	return n;
+}
+
+static void stuck_and_bounds(void)
+{
+	struct flush_pool *p;
+	struct flush_pool_stats st;
+	struct flush_job *j;
+	struct wbg_inode_key k = { 0 };
+	dev_t last = 0;
+	int r = 0;
+
+	/* Two workers, two filesystems that hang: without reaping, a third
+	 * filesystem would wait behind them for good. */
+	CHECK(flush_pool_new(2, "/sys/dev/block", &p) == 0, "pool with two workers");
+	flush_pool_set_runner(p, fake_run, NULL);
+	flush_pool_submit(p, flush_job_new(1, FLUSH_FS, "nfs", "/a"));
+	flush_pool_submit(p, flush_job_new(1, FLUSH_BDEV, "", "/dev/x"));
+	usleep(100 * 1000);
+	flush_pool_submit(p, flush_job_new(3, FLUSH_FS, "ext4", "/c"));
+	CHECK(collect(p, 300, NULL) == 0, "both workers hang: the third filesystem waits");
+	CHECK(flush_pool_reap_stuck(p, 1000) == 2, "past the timeout both are marked stuck");
+	CHECK(collect(p, 2000, &last) == 1 && last == 3, "new threads take their places: the third flushes");
+	flush_pool_stats(p, &st);
+	CHECK(st.stuck == 2 && st.stuck_total == 2, "stuck counted (%u now, %llu in all)", st.stuck,
+	      (unsigned long long)st.stuck_total);
+	CHECK(flush_pool_reap_stuck(p, 1000) == 0, "a stuck job is reaped once");
+
+	/* A hung target's waiting job: bounded waiters and inodes. */
+	for (unsigned i = 0; i < FLUSH_JOB_WAITERS_MAX + 1 && r == 0; i++) {
+		j = flush_job_new(1, FLUSH_FS, "nfs", "/a");
+		flush_job_add_waiter(j, i + 1);
+		j->use_inodes = true;
+		for (unsigned n = 0; n < 20; n++)
+			flush_job_add_inodes(j, &k, 1);
+		r = flush_pool_submit(p, j);
+	}
+	flush_pool_stats(p, &st);
+	CHECK(r == -EBUSY && st.refused_busy == 1, "past %d waiters a request is refused with -EBUSY, counted",
+	      FLUSH_JOB_WAITERS_MAX);
+	CHECK(st.inodes_capped == 1, "past %d inodes the merged job became a syncfs, counted", FLUSH_JOB_INODES_MAX);
+
+	pthread_mutex_lock(&hang_lock);
+	released = true;
+	pthread_cond_broadcast(&hang_cond);
+	pthread_mutex_unlock(&hang_lock);
+	CHECK(collect(p, 2000, NULL) == 3, "the hung ones return, and the waiting job runs");
+	flush_pool_stats(p, &st);
+	CHECK(st.stuck == 0 && st.busy == 0, "back from the hang: no thread counted stuck");
+	flush_pool_free(p);
 }
 
 int main(void)
@@ -86,5 +175,6 @@ int main(void)
 		CHECK(fell_back || handover_mode, "expiry without inodes fell back to syncfs, or rode on the handover's");
 	}
 	flush_pool_free(p);
+	stuck_and_bounds();
 	return tap_done();
 }

@@ -21,7 +21,9 @@ static const char text[] = "22 1 0:21 / / rw - overlay overlay rw\n"
 			   "26 22 254:0 /sub /var/lib/x rw - ext4 /dev/vda rw\n"
 			   "27 22 254:16 / /mnt/xfs rw - xfs /dev/vdb rw\n"
 			   "28 22 0:40 / /mnt/btrfs rw - btrfs /dev/vdc rw\n"
-			   "29 22 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+			   "29 22 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+			   "30 22 0:50 / /mnt/nfs rw - nfs4 srv:/x rw\n"
+			   "31 22 0:51 / /mnt/fuse rw - fuse.sshfs u@h: rw\n";
 
 int main(void)
 {
@@ -34,6 +36,7 @@ int main(void)
 	CHECK(handover_plan(42, &c, &m, NULL, NULL, &p) == 0, "plan without BPF");
 	CHECK(strcmp(p.source, "mounts") == 0, "source: mounts");
 	CHECK(p.n == 3, "ext4, xfs and btrfs once each; not overlay, tmpfs, proc (%zu)", p.n);
+	CHECK(p.n_excluded == 2, "nfs4 and fuse.sshfs left out by default: their syncfs can hang (%u)", p.n_excluded);
 	CHECK(p.n >= 1 && p.t[0].dev == makedev(254, 0) && strcmp(p.t[0].mount, "/mnt/ext4") == 0 && p.t[0].passes == 2,
 	      "ext4 through the mount of its root, 2 passes");
 	CHECK(p.n >= 2 && p.t[1].dev == makedev(254, 16) && p.t[1].passes == 1 && !p.t[1].use_inodes,
@@ -59,6 +62,15 @@ int main(void)
 		free(devs);
 		CHECK(mountns_devs("/proc", 999999999, &devs, &n) == -ENOENT, "a process that is gone: -ENOENT");
 	}
+	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes =\n") == 0 && handover_plan(42, &c, &m, NULL, NULL, &p) == 0 &&
+		      p.n == 5 && p.n_excluded == 0,
+	      "exclude_fstypes empty: every filesystem (%zu)", p.n);
+	plan_free(&p);
+	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = xfs\n") == 0 &&
+		      handover_plan(42, &c, &m, NULL, NULL, &p) == 0 && p.n == 4 && p.n_excluded == 1,
+	      "an admin's list replaces the default");
+	plan_free(&p);
+	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = ../x\n") < 0, "a path is refused");
 	mountinfo_free(&m);
 	config_done(&c);
 	return tap_done();

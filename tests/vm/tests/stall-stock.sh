@@ -66,7 +66,7 @@ check "handovers recorded as disabled, not lost" \
 daemon_stop
 
 # wbguardd mitigating (mode auto: on, the fallback is missing): no -ENOENT.
-printf '[metrics]\nseries_retention_sec = 5\n' >/tmp/ret.conf
+printf '[metrics]\nseries_retention_sec = 15\n' >/tmp/ret.conf
 daemon_start "$WBG_BUILD" --config /tmp/ret.conf
 check "wbguardd starts (mitigation auto)" test $? = 0
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
@@ -77,7 +77,7 @@ check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
 pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
 echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
-# Series of a cgroup the kernel released stay for series_retention_sec (5 s
+# Series of a cgroup the kernel released stay for series_retention_sec (15 s
 # here) however often they are scraped, then go (dropping the page cache
 # lets the dying memcgs go). A scrape changes nothing: a second scraper
 # sees what the first did.
@@ -91,7 +91,7 @@ for k in 1 2 3; do
 done
 check "three scrapes in a row after the release all show its final series" grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt
 i=0
-while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 40 ]; do
+while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 80 ]; do
 	sleep 0.5
 	scrape_metrics
 	i=$((i + 1))

@@ -1,0 +1,121 @@
+# vm: --kernel stock --disks ext4
+# What tenants and the runtimes' real layouts do to wbguardd (issue 13):
+# 1. a pod cgroup with a container cgroup below it, as kubelet and CRI
+#    runtimes nest them, with crun and runc: the container exits cleanly and
+#    the runtime removes its cgroup at once; the pod's handover must not end
+#    no-targets, and the boost must not lower the node's sysctl;
+# 2. a chain of 2,000 nested cgroups (a delegated subtree can make one):
+#    made before start, while running, and with the DaemonSet's host_root
+#    layout (cgroup_root below /proc/1/root, walked by wbguardd itself);
+# 4. more cgroups with dirtied-device sets than the BPF LRU holds: a
+#    handover whose set was evicted flushes every filesystem instead of
+#    leaving its data dirty, and the evictions are counted.
+. "$WBG_TOP/tests/vm/lib.sh"
+. "$WBG_TOP/tests/vm/oci.sh"
+sysctl=/proc/sys/vm/dirty_expire_centisecs
+admin=$(cat $sysctl)
+mkdir -p /sys/fs/cgroup/wbgtest
+echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
+rec() { grep "\"cgroup\":\"$1\"" /run/wbguard/handovers.jsonl | tail -1; }
+wait_rec() {
+	local i=0
+	while [ -z "$(rec "$1")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	rec "$1"
+}
+
+# 1. Pod and container, each runtime in the foreground (it deletes the
+# container, and its cgroup, the moment the process exits).
+daemon_start "$WBG_BUILD" --log-level=debug
+check "wbguardd starts" test $? = 0
+for rt in crun runc; do
+	pod=wbgtest/pod-$rt
+	mkdir -p /sys/fs/cgroup/$pod
+	echo +memory >/sys/fs/cgroup/$pod/cgroup.subtree_control
+	b=/tmp/oci-$rt
+	oci_bundle $b
+	mkdir -p /mnt/ext4/$rt
+	jq --arg cg "/$pod/ctr" --arg data /mnt/ext4/$rt '
+		.process.args = ["sh", "-c", "dd if=/dev/zero of=/data/f bs=1M count=16 2>/dev/null; exit 0"] |
+		.process.terminal = false | .linux.cgroupsPath = $cg |
+		.mounts += [{"destination": "/data", "type": "bind", "source": $data, "options": ["rbind", "rw"]}]
+	' $b/config.json >$b/c.json && mv $b/c.json $b/config.json
+	(cd $b && $rt run c-$rt </dev/null >/dev/null 2>>/wbg-out/oci-errors.txt)
+	check "$rt: the container ran and exited cleanly (exit $?)" test $? = 0
+	check "$rt: the runtime removed the container cgroup at once" test ! -d /sys/fs/cgroup/$pod/ctr
+	c=$(wait_rec "$pod/ctr")
+	p=$(wait_rec "$pod")
+	echo "# container: $(echo "$c" | jq -c '{outcome, dirty_bytes, reason}')"
+	echo "# pod:       $(echo "$p" | jq -c '{outcome, dirty_bytes, reason}')"
+	check "$rt: the container's handover flushed its data" test "$(echo "$c" | jq -r .outcome)" = flushed
+	o=$(echo "$p" | jq -r .outcome)
+	check "$rt: the pod's handover ends cleanly ($o), not no-targets" sh -c "[ '$o' = children ] || [ '$o' = clean ]"
+	check "$rt: the node's sysctl untouched (no boost)" test "$(cat $sysctl)" = "$admin"
+	rmdir /sys/fs/cgroup/$pod
+done
+scrape_metrics
+check "no boost counted" test "$(metric wbguard_expiry_boosts_total)" = 0
+daemon_stop
+
+# 2. A 2,000-level chain: before start, while running (faster than inotify
+# is read), and with cgroup_root below /proc/1/root (the DaemonSet's
+# layout, which libcgroup does not know: wbguardd walks it itself).
+chain() {
+	(cd /sys/fs/cgroup/wbgtest && mkdir "$1" && cd "$1" && for _ in $(seq 2000); do mkdir d && cd d || exit 1; done)
+}
+unchain() {
+	(cd /sys/fs/cgroup/wbgtest/"$1" || exit
+	 n=0; while cd d 2>/dev/null; do n=$((n + 1)); done
+	 while [ $n -gt 0 ]; do cd .. && rmdir d; n=$((n - 1)); done)
+	rmdir /sys/fs/cgroup/wbgtest/"$1"
+}
+chain deep1
+check "a 2,000-level chain exists" test -d "/sys/fs/cgroup/wbgtest/deep1/$(printf 'd/%.0s' $(seq 2000))"
+daemon_start "$WBG_BUILD"
+check "wbguardd starts with it" test $? = 0
+chain deep2
+sleep 2
+scrape_metrics
+check "still running after a chain made while it runs" kill -0 $DAEMON
+check "both chains tracked ($(metric wbguard_tracked_cgroups) cgroups)" test "$(metric wbguard_tracked_cgroups)" -ge 4000
+daemon_stop
+printf '[daemon]\ncgroup_root = /proc/1/root/sys/fs/cgroup\n' >/tmp/hostroot.conf
+daemon_start "$WBG_BUILD" --config /tmp/hostroot.conf
+check "host_root layout: starts (its own walk)" test $? = 0
+scrape_metrics
+check "host_root layout: both chains tracked ($(metric wbguard_tracked_cgroups))" test "$(metric wbguard_tracked_cgroups)" -ge 4000
+daemon_stop
+unchain deep1
+unchain deep2
+
+# 4. Evicted dirtied-device sets. The periodic flusher is off so that only a
+# flush cleans the victim's data; 300 cgroups dirtying a page each then
+# push its set out of a 128-set LRU.
+wb_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+printf '[bpf]\ndirtied_cgroups = 128\n[expiry]\nboost = off\n' >/tmp/evict.conf
+daemon_start "$WBG_BUILD" --config /tmp/evict.conf
+check "wbguardd starts with 128 sets" test $? = 0
+mkdir /sys/fs/cgroup/wbgtest/victim /mnt/ext4/ev
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/victim/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/victim bs=1M count=8 status=none; exec sleep 300' &
+victim=$!
+sleep 1
+for i in $(seq 300); do
+	mkdir /sys/fs/cgroup/wbgtest/e$i
+	sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/e$i/cgroup.procs; echo x >/mnt/ext4/ev/$i; exec sleep 300" &
+done
+sleep 2
+check "the victim's data is still dirty" test "$(awk '$1 == "file_dirty" {print $2}' /sys/fs/cgroup/wbgtest/victim/memory.stat)" -gt 0
+kill $victim
+r=$(wait_rec wbgtest/victim)
+echo "# $(echo "$r" | jq -c '{outcome, plan, dirty_bytes, reason}')"
+check "the evicted set's handover flushes (every filesystem), not no-targets" \
+	test "$(echo "$r" | jq -r '"\(.outcome) \(.plan)"')" = "flushed mounts (bpf set evicted)"
+scrape_metrics
+check "evictions counted ($(metric wbguard_bpf_devsets_evicted_total))" fgt "$(metric wbguard_bpf_devsets_evicted_total)" 0
+check "the fallback plan counted" test "$(metric wbguard_handover_plans_evicted_total)" -ge 1
+daemon_stop
+for i in $(seq 300); do echo 1 >/sys/fs/cgroup/wbgtest/e$i/cgroup.kill; done
+sleep 1
+for i in $(seq 300); do rmdir /sys/fs/cgroup/wbgtest/e$i; done
+rmdir /sys/fs/cgroup/wbgtest/victim
+echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
