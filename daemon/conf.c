@@ -24,6 +24,7 @@ void config_init(struct wbg_config *c)
 		.log_level = LOG_INFO,
 		.state_dir = "/run/wbguard",
 		.records_max_bytes = 4 << 20,
+		.max_depth = 32,
 		.bpf_dirtied_cgroups = WBG_DIRTIED_CGROUPS_MAX,
 		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.proc_sys = "/proc/sys",
@@ -308,6 +309,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		       parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
 	if (IS("daemon", "state_dir"))
 		return *expect = "an absolute path", parse_path(v, true, c->state_dir, sizeof(c->state_dir));
+	if (IS("daemon", "max_depth"))
+		return *expect = "a number of levels from 1 to 4096", parse_uint(v, 1, 4096, &c->max_depth);
 	if (IS("daemon", "records_max_size")) {
 		*expect = "a size from 64K to 1G (K, M, G suffixes)";
 		r = parse_size(v, &c->records_max_bytes);

@@ -30,6 +30,7 @@ struct wbg_config {
 	unsigned n_roots;
 	int log_level;
 	char state_dir[256];
+	unsigned max_depth; /* cgroup levels tracked below cgroup_root */
 	uint64_t records_max_bytes; /* handovers.jsonl rotates past it */
 	char proc_sys[256]; /* where vm.dirty_expire_centisecs lives: <proc_sys>/vm/... */
 	/* The host's root seen from here ("" = this is the host): in a

@@ -479,8 +479,17 @@ static void match_descendant(const void *nodep, VISIT which, void *closure)
 		p->found = true;
 }
 
+static void match_tracked_descendant(struct wbg_cgroup *c, void *userdata)
+{
+	struct path_prefix *p = userdata;
+
+	if (strncmp(c->path, p->path, p->len) == 0 && c->path[p->len] == '/')
+		p->found = true;
+}
+
 /* Whether a cgroup below path has a handover in progress or among the
- * recent ones. */
+ * recent ones, or is still tracked (its removal, in the same batch of
+ * events, not read yet: it will have its handover). */
 static bool descendants_handed_over(const struct manager *m, const char *path)
 {
 	struct path_prefix p = { .path = path, .len = strlen(path) };
@@ -488,6 +497,8 @@ static bool descendants_handed_over(const struct manager *m, const char *path)
 	if (!*path)
 		return false;
 	twalk_r(m->active, match_descendant, &p);
+	if (!p.found)
+		registry_foreach(&m->reg, match_tracked_descendant, &p);
 	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++) {
 		const char *r = m->recent[i].path;
 
@@ -1462,6 +1473,7 @@ int manager_start(struct manager *m)
 	r = watch_init(&m->watch, m->cfg.cgroup_root, m->cfg.roots, m->cfg.n_roots, &m->reg, &watch_ops, m);
 	if (r < 0)
 		return r;
+	m->watch.max_depth = m->cfg.max_depth;
 	if (m->scratch.path) {
 		m->watch.exclude = strdup(m->scratch.path);
 		if (!m->watch.exclude)

@@ -72,6 +72,8 @@ void metrics_write(struct manager *m, FILE *f)
 		m->records.errors);
 	metric_counter(f, "wbguard_cgroup_paths_too_long_total",
 		"Cgroups not tracked because their path is longer than PATH_MAX.", m->watch.paths_too_long);
+	metric_counter(f, "wbguard_cgroups_too_deep_total",
+		"Cgroups not tracked because they are deeper than [daemon] max_depth.", m->watch.paths_too_deep);
 	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
 		m->watch.rescans > 0 ? m->watch.rescans - 1 : 0);
 	metric_counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",

@@ -143,10 +143,28 @@ static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
 	registry_remove(w->reg, c);
 }
 
-/* A path we cannot name in PATH_MAX bytes (a tenant's deep or long-named
- * subtree): not tracked, counted, and said once per walk. */
+static unsigned depth_of(const char *path)
+{
+	unsigned d = *path ? 1 : 0;
+
+	for (; *path; path++)
+		d += *path == '/';
+	return d;
+}
+
+/* A path we cannot name in PATH_MAX bytes, or deeper than max_depth (a
+ * tenant's chain: every path syscall costs its depth, so a deep chain
+ * would cost the square): not tracked, counted, and said once per walk. */
 static bool path_fits(struct wbg_watch *w, const char *path)
 {
+	if (w->max_depth && depth_of(path) > w->max_depth) {
+		w->paths_too_deep++;
+		if (!w->too_long_logged)
+			log_warning("Not tracking cgroups deeper than %u levels ([daemon] max_depth; first: %.64s...)",
+				    w->max_depth, path);
+		w->too_long_logged = true;
+		return false;
+	}
 	if (strlen(w->root) + 1 + strlen(path) < PATH_MAX)
 		return true;
 	w->paths_too_long++;
@@ -399,8 +417,9 @@ static void dispatch(struct wbg_watch *w, const struct inotify_event *e)
 	if (e->len && (e->mask & IN_ISDIR)) {
 		char child[PATH_MAX];
 
-		if (!join(child, sizeof(child), c->path, e->name)) {
-			w->paths_too_long++; /* as path_fits() counts it */
+		if (!join(child, sizeof(child), c->path, e->name) || !path_fits(w, child)) {
+			if (strlen(c->path) + 1 + strlen(e->name) >= sizeof(child))
+				w->paths_too_long++; /* as path_fits() counts it */
 			return;
 		}
 		if (e->mask & (IN_CREATE | IN_MOVED_TO)) {

@@ -34,7 +34,9 @@ struct wbg_watch {
 	uint64_t generation;
 	/* counters */
 	uint64_t overflows, watch_failures, rescans, rescan_removals;
+	unsigned max_depth;      /* levels below the root tracked; 0: no bound */
 	uint64_t paths_too_long; /* cgroups not tracked: path over PATH_MAX */
+	uint64_t paths_too_deep; /* ... deeper than max_depth */
 	bool too_long_logged;    /* said once per walk */
 	bool rescan_needed;   /* events were lost: rescan now */
 	bool watch_limit_hit; /* some watches could not be added: retry later */

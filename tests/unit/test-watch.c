@@ -191,6 +191,19 @@ int main(void)
 		pump(&w);
 		CHECK(reg.n == before + 2001, "a chain made while running is tracked (%zu new)", reg.n - before);
 	}
+	/* The default bound: 32 levels tracked, the rest counted. */
+	watch_done(&w);
+	registry_free(&reg);
+	CHECK(watch_init(&w, root, NULL, 0, &reg, &ops, NULL) == 0, "init with max_depth 32");
+	w.max_depth = 32;
+	CHECK(watch_rescan(&w) == 0 && reg.n < 200 && w.paths_too_deep > 0,
+	      "max_depth 32: the chains are tracked 32 levels deep (%zu cgroups), the rest counted (%llu)", reg.n,
+	      (unsigned long long)w.paths_too_deep);
+	mkchain("deep3", "f", 100);
+	pump(&w);
+	CHECK(registry_find_path(&reg, "deep3/f/f/f") && !registry_find_path(&reg, "deep3/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f/f"),
+	      "a chain made while running: 32 levels, not 33");
+	w.max_depth = 0;
 	/* Deeper than PATH_MAX can name: not tracked, counted, no crash. */
 	mkchain("long", "a-name-of-thirty-two-characters", 200);
 	pump(&w);

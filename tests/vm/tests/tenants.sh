@@ -70,19 +70,30 @@ unchain() {
 }
 chain deep1
 check "a 2,000-level chain exists" test -d "/sys/fs/cgroup/wbgtest/deep1/$(printf 'd/%.0s' $(seq 2000))"
+t0=$(date +%s)
 daemon_start "$WBG_BUILD"
-check "wbguardd starts with it" test $? = 0
+check "wbguardd starts with it ($(($(date +%s) - t0)) s)" test $? = 0
 chain deep2
 sleep 2
 scrape_metrics
 check "still running after a chain made while it runs" kill -0 $DAEMON
-check "both chains tracked ($(metric wbguard_tracked_cgroups) cgroups)" test "$(metric wbguard_tracked_cgroups)" -ge 4000
+check "each chain tracked to [daemon] max_depth (32) ($(metric wbguard_tracked_cgroups) cgroups)" \
+	test "$(metric wbguard_tracked_cgroups)" -ge 62 -a "$(metric wbguard_tracked_cgroups)" -lt 200
+check "the levels below counted ($(metric wbguard_cgroups_too_deep_total))" fgt "$(metric wbguard_cgroups_too_deep_total)" 0
 daemon_stop
 printf '[daemon]\ncgroup_root = /proc/1/root/sys/fs/cgroup\n' >/tmp/hostroot.conf
 daemon_start "$WBG_BUILD" --config /tmp/hostroot.conf
 check "host_root layout: starts (its own walk)" test $? = 0
 scrape_metrics
-check "host_root layout: both chains tracked ($(metric wbguard_tracked_cgroups))" test "$(metric wbguard_tracked_cgroups)" -ge 4000
+check "host_root layout: both chains tracked to max_depth ($(metric wbguard_tracked_cgroups))" \
+	test "$(metric wbguard_tracked_cgroups)" -ge 62
+daemon_stop
+# Without the bound (max_depth = 4096) the whole chains: slower, never a crash.
+printf '[daemon]\nmax_depth = 4096\n' >/tmp/nodepth.conf
+WBG_START_TRIES=1200 daemon_start "$WBG_BUILD" --config /tmp/nodepth.conf
+check "max_depth 4096: starts with both chains" test $? = 0
+scrape_metrics
+check "max_depth 4096: both whole chains tracked ($(metric wbguard_tracked_cgroups))" test "$(metric wbguard_tracked_cgroups)" -ge 4000
 daemon_stop
 unchain deep1
 unchain deep2
