@@ -1512,6 +1512,7 @@ int manager_start(struct manager *m)
 		return r;
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
+	m->ready = true;
 	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
 	return 0;
 }

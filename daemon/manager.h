@@ -130,6 +130,7 @@ struct manager {
 	sd_event_source *mhd_io_source, *mhd_timer_source;
 	uint64_t scrapes;
 	uint64_t textfile_written_usec;
+	bool ready; /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	struct wbg_textfile *textfile; /* its writer thread */
 };
 

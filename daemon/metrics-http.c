@@ -22,6 +22,11 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
 	metric_value(f, name, "gauge", help, v);
 }
 
+/* A client that holds connections open cannot take them all: per address
+ * at most a few, so the scraper and the probes always get in. */
+#define WBG_HTTP_CONNS_MAX 64
+#define WBG_HTTP_CONNS_PER_IP 4
+
 void metrics_write(struct manager *m, FILE *f)
 {
 	static const char *const groups[] = { "cgroup_writeback_by_id", "dirtied", "rmdir", "paths" };
@@ -158,8 +163,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (strcmp(url, "/metrics") == 0) {
 		m->scrapes++;
 		metrics_write(m, f);
+	} else if (strcmp(url, "/livez") == 0)
+		fputs("ok\n", f); /* the event loop answered: alive */
+	else if (strcmp(url, "/readyz") == 0) {
+		/* as sd_notify READY: the watches, BPF and the verdicts are up */
+		if (!m->ready)
+			status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		fputs(m->ready ? "ok\n" : "starting\n", f);
 	} else if (strcmp(url, "/") == 0)
-		fputs("wbguardd: see /metrics\n", f);
+		fputs("wbguardd: see /metrics, /livez, /readyz\n", f);
 	else {
 		status = MHD_HTTP_NOT_FOUND;
 		fputs("not found\n", f);
@@ -216,7 +228,9 @@ int metrics_http_start(struct manager *m)
 		return log_error_errno(r, "Bad metrics listen address '%s'", m->cfg.metrics_listen);
 	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_MAX,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 				  MHD_OPTION_END);
 	if (!m->mhd)
 		return log_error_errno(EADDRINUSE, "Cannot serve metrics on %s", m->cfg.metrics_listen);

@@ -16,12 +16,13 @@ admin=$(cat $sysctl)
 check "the manifests parse as YAML with the expected kinds" python3 -c "
 import yaml, sys
 kinds = sorted(d['kind'] for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d)
-assert kinds == ['ConfigMap', 'DaemonSet', 'PrometheusRule', 'ServiceAccount'], kinds
+assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'PrometheusRule',
+                 'ServiceAccount'], kinds
 " "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/prometheusrule.yaml"
 # The image's binaries where the Containerfile puts them.
 install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
 mkdir -p /etc/wbguard
-caps=$(python3 -c "import yaml; d=[x for x in yaml.safe_load_all(open('$manifest')) if x and x['kind']=='DaemonSet'][0]; print(' '.join(d['spec']['template']['spec']['containers'][0]['securityContext']['capabilities']['add']))")
+caps=$(python3 -c "import yaml; d=[x for x in yaml.safe_load_all(open('$manifest')) if x and x['kind']=='DaemonSet'][0]; print(' '.join([c for c in d['spec']['template']['spec']['containers'] if c['name'] == 'wbguardd'][0]['securityContext']['capabilities']['add']))")
 echo "# manifest capabilities: $caps"
 # A test-only policy: pods named g* hold the sysctl (global mechanism).
 extra='[policy "kubepods.slice/g*"]
@@ -61,6 +62,9 @@ scenario() {
 	grep -q '^Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
 	quick_stop && return
 	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name.prom
+	# the probes' endpoints, where the manifest points them
+	[ "$(curl -sf http://127.0.0.1:9573/livez)" = ok ] && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
+		res="$res probes=ok" || res="$res probes=FAIL"
 	attached=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-$name.prom)
 	echo "# $name: $attached BPF programs attached" >&2
 	[ "${attached:-0}" -ge "${FULL_ATTACHED:-1}" ] && res="$res bpf=ok" || res="$res bpf=FAIL"
@@ -126,7 +130,7 @@ run_pod() {
 full=$(run_pod full 2>>/wbg-out/notes.txt)
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start bpf hook sysctl flush scratch wbstats bdev-reason restore; do
+for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 sed 's/^/#/' /wbg-out/notes.txt; : >/wbg-out/notes.txt
@@ -142,4 +146,18 @@ r=$(run_pod no-run --drop-volume run 2>>/wbg-out/notes.txt)
 broken=$(echo "$r" | tr ' ' '\n' | sed -n 's/=FAIL$//p' | tr '\n' ' ')
 echo "# without the hostPath /run/wbguard: broken: ${broken:-nothing}"
 check "the hostPath /run/wbguard is needed (the hook cannot reach the daemon without it)" sh -c "echo '$broken' | grep -q hook"
+# Its metrics on the node's loopback only (hostNetwork: 0.0.0.0 would serve
+# every pod), behind the proxy; the probes where the server is.
+check "the ConfigMap serves metrics on 127.0.0.1 only, and the probes point there (/livez, /readyz)" python3 -c "
+import yaml
+docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
+cm = next(d for d in docs if d['kind'] == 'ConfigMap')['data']['wbguard.conf']
+assert 'listen = 127.0.0.1:9573' in cm and '0.0.0.0' not in cm
+pod = next(d for d in docs if d['kind'] == 'DaemonSet')['spec']['template']['spec']
+w = next(c for c in pod['containers'] if c['name'] == 'wbguardd')
+assert (w['livenessProbe']['httpGet']['path'], w['readinessProbe']['httpGet']['path']) == ('/livez', '/readyz')
+assert w['livenessProbe']['httpGet']['host'] == '127.0.0.1'
+p = next(c for c in pod['containers'] if c['name'] == 'kube-rbac-proxy')
+assert '--upstream=http://127.0.0.1:9573/' in p['args']
+"
 losetup -d "$loop"

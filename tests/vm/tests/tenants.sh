@@ -130,3 +130,30 @@ sleep 1
 for i in $(seq 300); do rmdir /sys/fs/cgroup/wbgtest/e$i; done
 rmdir /sys/fs/cgroup/wbgtest/victim
 echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
+
+# 6. The metrics endpoint: a client holding connections open cannot shut
+# out the scraper and the probes (a per-address limit), and /livez and
+# /readyz answer without a scrape.
+printf '[metrics]\nlisten = 0.0.0.0:9573\n' >/tmp/http.conf
+daemon_start "$WBG_BUILD" --config /tmp/http.conf
+check "/readyz: ready" test "$(curl -sf http://127.0.0.1:9573/readyz)" = ok
+check "/livez: alive" test "$(curl -sf http://127.0.0.1:9573/livez)" = ok
+python3 -c '
+import socket, time
+conns = []
+for i in range(40):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    try:
+        s.connect(("127.0.0.1", 9573))
+        conns.append(s)
+    except OSError:
+        pass
+time.sleep(8)' &
+holder=$!
+sleep 2
+curl -sf -m 5 --interface 127.0.0.1 http://127.0.0.1:9573/metrics -o /dev/null
+check "a scrape gets through while another address holds 40 connections open" test $? = 0
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+daemon_stop
