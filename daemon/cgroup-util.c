@@ -113,6 +113,23 @@ int write_file_atomic(const char *path, const char *s, bool sync)
 	return r;
 }
 
+int cg_memory_delegated(const char *root)
+{
+	_cleanup_free_ char *text = NULL;
+	char p[PATH_MAX], *saveptr = NULL;
+	int r;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/cgroup.subtree_control", root) >= sizeof(p))
+		return -ENAMETOOLONG;
+	r = read_small_file_at(AT_FDCWD, p, 4096, &text);
+	if (r < 0)
+		return r;
+	for (char *t = strtok_r(text, " \n", &saveptr); t; t = strtok_r(NULL, " \n", &saveptr))
+		if (strcmp(t, "memory") == 0)
+			return 0;
+	return -ENOENT;
+}
+
 static int cg_file(const char *root, const char *path, const char *file, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s/%s%s%s", root, path, *path ? "/" : "", file);

@@ -35,6 +35,9 @@ int cg_write(const char *root, const char *path, const char *file, const char *s
 int cg_enter(const char *root, const char *path);
 /* Creates the cgroup (its parent must exist). */
 int cg_mkdir(const char *root, const char *path);
+/* 0 when the root's cgroup.subtree_control enables the memory controller
+ * for the cgroups below it, -ENOENT when it does not. */
+int cg_memory_delegated(const char *root);
 /* rmdir, retrying while the kernel still sees the cgroup populated (EBUSY
  * for up to timeout_ms, as runc and crun do). */
 int cg_rmdir(const char *root, const char *path, unsigned timeout_ms);

@@ -64,9 +64,10 @@ static void sysctl_changed(struct manager *m)
 		m->sysctl_check_source = sd_event_source_disable_unref(m->sysctl_check_source);
 		return;
 	}
-	if (!m->sysctl_check_source)
-		(void)sd_event_add_time_relative(m->event, &m->sysctl_check_source, CLOCK_MONOTONIC, SYSCTL_CHECK_USEC,
-						 100 * 1000, on_sysctl_check, m);
+	if (!m->sysctl_check_source &&
+	    sd_event_add_time_relative(m->event, &m->sysctl_check_source, CLOCK_MONOTONIC, SYSCTL_CHECK_USEC,
+				       100 * 1000, on_sysctl_check, m) < 0)
+		log_warning("Cannot arm the sysctl check: an admin's change is noticed at the next change of ours");
 }
 
 static int on_sysctl_check(sd_event_source *s, uint64_t usec, void *userdata)
@@ -119,7 +120,8 @@ void expiry_stop(struct manager *m)
 static void arm_timer(struct pod *pod, uint64_t usec, sd_event_time_handler_t cb)
 {
 	pod->timer = sd_event_source_disable_unref(pod->timer);
-	(void)sd_event_add_time_relative(pod->m->event, &pod->timer, CLOCK_MONOTONIC, usec, 10 * 1000, cb, pod);
+	if (sd_event_add_time_relative(pod->m->event, &pod->timer, CLOCK_MONOTONIC, usec, 10 * 1000, cb, pod) < 0)
+		log_warning("Cannot arm a per-pod expiry timer: the kernel's expiry applies to that pod");
 }
 
 static uint64_t expiry_usec(const struct pod *pod)
@@ -401,8 +403,12 @@ void expiry_handover_ended(struct manager *m, const struct wbg_handover *h)
 	hold(m, BOOST_HOLDER, m->cfg.boost_cs);
 	/* a later removal extends the window */
 	m->boost_source = sd_event_source_disable_unref(m->boost_source);
-	(void)sd_event_add_time_relative(m->event, &m->boost_source, CLOCK_MONOTONIC, m->cfg.boost_window_usec,
-					 100 * 1000, on_boost_end, m);
+	if (sd_event_add_time_relative(m->event, &m->boost_source, CLOCK_MONOTONIC, m->cfg.boost_window_usec,
+				       100 * 1000, on_boost_end, m) < 0) {
+		/* a boost that could not end is no boost */
+		log_warning("Cannot arm the boost's end; not boosting");
+		release(m, BOOST_HOLDER);
+	}
 }
 
 void expiry_metrics(FILE *f, struct manager *m)

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 			manager_free(m);
 			return 2;
 		}
-		log_set_max_level((int)i);
+		manager_set_log_level(m, (int)i);
 	}
 	r = check_host(m->cfg.cgroup_root);
 	if (r >= 0)

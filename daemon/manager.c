@@ -233,8 +233,8 @@ static void arm_once(sd_event_source *s, uint64_t usec)
 
 	if (!s || (sd_event_source_get_enabled(s, &enabled) >= 0 && enabled != SD_EVENT_OFF))
 		return;
-	(void)sd_event_source_set_time(s, usec);
-	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (sd_event_source_set_time(s, usec) < 0 || sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+		log_warning("Cannot arm a cleanup, verify or series timer: it runs with the next one");
 }
 
 /* The verify queue's handovers that are due: one read of wb_stats says for
@@ -351,6 +351,22 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	h->n_pending = 0;
 	flush_finished(m, h);
 	return 0;
+}
+
+/* Every handover with a flush running has its timeout: one that cannot be
+ * armed ends now (failed), rather than never. */
+static void arm_timeout(struct manager *m, struct wbg_handover *h)
+{
+	int r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+					   m->cfg.timeout_usec, 0, on_timeout, h);
+
+	if (r >= 0)
+		return;
+	log_error_errno(r, "Cannot arm the flush timeout of handover %" PRIu64 "; ending it", h->id);
+	h->outcome = WBG_OUTCOME_FAILED;
+	h->reason = "its timeout could not be armed";
+	h->n_pending = 0;
+	flush_finished(m, h);
 }
 
 /* On disk while its flush runs, so that a restart redoes it (pending.h). A
@@ -661,8 +677,7 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		}
 		return;
 	}
-	(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
-					 m->cfg.timeout_usec, 0, on_timeout, h);
+	arm_timeout(m, h);
 }
 
 void manager_stop_hint(struct manager *m, const char *cgroup_path)
@@ -760,8 +775,9 @@ static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct manager *m = userdata;
 
 	manager_refresh_verdict(m);
-	(void)sd_event_source_set_time_relative(s, VERDICT_REFRESH_USEC);
-	(void)sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (sd_event_source_set_time_relative(s, VERDICT_REFRESH_USEC) < 0 ||
+	    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+		log_warning("Cannot re-arm the verdict timer: verdicts refresh at handover ends only");
 	return 0;
 }
 
@@ -921,9 +937,10 @@ static int on_watch_retry(sd_event_source *s, uint64_t usec, void *userdata)
 /* Only while some cgroup lacks a watch: an idle daemon sleeps. */
 static void arm_watch_retry(struct manager *m)
 {
-	if (m->watch.watch_limit_hit && !m->watch_retry_source)
-		(void)sd_event_add_time_relative(m->event, &m->watch_retry_source, CLOCK_MONOTONIC, WATCH_RETRY_USEC, 0,
-						 on_watch_retry, m);
+	if (m->watch.watch_limit_hit && !m->watch_retry_source &&
+	    sd_event_add_time_relative(m->event, &m->watch_retry_source, CLOCK_MONOTONIC, WATCH_RETRY_USEC, 0,
+				       on_watch_retry, m) < 0)
+		log_warning("Cannot arm the inotify watch retry: cgroups without a watch wait for the next rescan");
 }
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -1079,8 +1096,7 @@ static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *pa
 		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
 		retire(m, h);
 	} else
-		(void)sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
-						 m->cfg.timeout_usec, 0, on_timeout, h);
+		arm_timeout(m, h);
 	*ret_id = id;
 	return 0;
 }
@@ -1181,9 +1197,15 @@ int manager_reload(struct manager *m)
 	snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
 	config_done(&m->cfg);
 	m->cfg = c;
-	log_set_max_level(m->cfg.log_level);
+	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);
 	log_info("Reloaded %s", m->config_path);
 	return 0;
+}
+
+void manager_set_log_level(struct manager *m, int level)
+{
+	m->log_level_override = level;
+	log_set_max_level(level);
 }
 
 static int on_waiter_timeout(sd_event_source *s, uint64_t usec, void *userdata)
@@ -1342,6 +1364,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	if (!m)
 		return log_oom();
 	m->mountinfo_fd = -EBADF;
+	m->log_level_override = -1;
 	config_init(&m->cfg);
 	{
 		static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
@@ -1391,10 +1414,16 @@ int manager_start(struct manager *m)
 	sigaddset(&ss, SIGINT);
 	sigaddset(&ss, SIGHUP);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
-	(void)sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
-	(void)sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
-	(void)sd_event_add_signal(m->event, NULL, SIGHUP, on_signal, m);
-	(void)sd_event_set_watchdog(m->event, true);
+	r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGHUP, on_signal, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot handle signals");
+	r = sd_event_set_watchdog(m->event, true);
+	if (r < 0)
+		log_warning_errno(r, "Cannot feed the service watchdog");
 
 	tracing = host_path(m, "/sys/kernel/tracing");
 	if (!tracing)
@@ -1416,8 +1445,11 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return r;
 	m->mountinfo_fd = open(mountinfo_path(m), O_RDONLY | O_CLOEXEC);
-	if (m->mountinfo_fd >= 0)
-		(void)sd_event_add_io(m->event, &m->mountinfo_source, m->mountinfo_fd, EPOLLPRI, on_mountinfo, m);
+	if (m->mountinfo_fd >= 0) {
+		r = sd_event_add_io(m->event, &m->mountinfo_source, m->mountinfo_fd, EPOLLPRI, on_mountinfo, m);
+		if (r < 0)
+			log_warning_errno(r, "Cannot watch the mount table: mounts stay as found at start");
+	}
 
 	(void)start_uevents(m); /* without them, block devices stay as found at start */
 
@@ -1504,8 +1536,11 @@ int manager_start(struct manager *m)
 	r = metrics_http_start(m);
 	if (r < 0)
 		return r;
-	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, on_rmdir_event, m) >= 0)
-		(void)sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
+	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, on_rmdir_event, m) >= 0) {
+		r = sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
+		if (r < 0)
+			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
+	}
 	(void)watch_systemd_start(m);
 	r = control_start(m);
 	if (r < 0)

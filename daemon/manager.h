@@ -130,6 +130,7 @@ struct manager {
 	sd_event_source *mhd_io_source, *mhd_timer_source;
 	uint64_t scrapes;
 	uint64_t textfile_written_usec;
+	int log_level_override; /* --log-level, which a reload keeps; -1: the configuration's */
 	bool ready; /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	struct wbg_textfile *textfile; /* its writer thread */
 };
@@ -150,6 +151,8 @@ const char *manager_cgroup_path(struct manager *m, uint64_t id);
 /* The control API. A cgroup is named by its path under the cgroupfs root
  * ("a/b" or "/a/b"), never a path of its own. FlushCgroup replies when the
  * cgroup's flush is done, or with outcome "pending" after timeout_usec. */
+/* --log-level: wins over the configuration's, now and after reloads. */
+void manager_set_log_level(struct manager *m, int level);
 /* A control connection went away: its callers wait for nothing any more. */
 void manager_drop_waiters(struct manager *m, sd_bus *bus);
 int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_usec, sd_bus_message *call,

@@ -210,9 +210,10 @@ static void rearm(struct manager *m)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	m->mhd_timer_source = sd_event_source_disable_unref(m->mhd_timer_source);
-	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES)
-		(void)sd_event_add_time_relative(m->event, &m->mhd_timer_source, CLOCK_MONOTONIC, ms * 1000, 0,
-						 on_mhd_timer, m);
+	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES &&
+	    sd_event_add_time_relative(m->event, &m->mhd_timer_source, CLOCK_MONOTONIC, ms * 1000, 0, on_mhd_timer,
+				       m) < 0)
+		log_warning("Cannot arm the metrics server's timer: idle connections close at the next request");
 }
 
 int metrics_http_start(struct manager *m)

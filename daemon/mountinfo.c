@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,24 @@ void mountinfo_free(struct wbg_mounts *m)
 		mount_free(&m->v[i]);
 	free(m->v);
 	*m = (struct wbg_mounts){ 0 };
+}
+
+int mountinfo_dir_fstype(const char *mountinfo, const char *dir, char *ret, size_t size)
+{
+	struct wbg_mounts m;
+	const struct wbg_mount *f;
+	struct stat st;
+	int r;
+
+	if (stat(dir, &st) < 0)
+		return -errno;
+	r = mountinfo_read(mountinfo, &m);
+	if (r < 0)
+		return r;
+	f = mountinfo_find_dev(&m, st.st_dev);
+	snprintf(ret, size, "%s", f ? f->fstype : "");
+	mountinfo_free(&m);
+	return 0;
 }
 
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev)

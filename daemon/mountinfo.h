@@ -26,3 +26,6 @@ void mountinfo_free(struct wbg_mounts *m);
 int mountinfo_prefix(struct wbg_mounts *m, const char *prefix);
 /* A mount of the filesystem on dev, the one showing its root if any. */
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev);
+/* The type of the filesystem dir is on ("" when not in the table), from the
+ * mount table at mountinfo. */
+int mountinfo_dir_fstype(const char *mountinfo, const char *dir, char *ret, size_t size);

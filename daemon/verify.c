@@ -15,6 +15,8 @@
 
 #include "bpf-counters.h"
 #include "cgroup-util.h"
+#include "handover.h"
+#include "mountinfo.h"
 #include "log.h"
 #include "macro.h"
 #include "verify.h"
@@ -147,14 +149,57 @@ out:
 	return r;
 }
 
+/* The probe needs cgroup writeback: a filesystem with it (tmpfs has none,
+ * so no dying wb would ever be dirty there and the answer would be
+ * "unknown" for a reason that has nothing to do with the kernel). */
+static int pick_dir(const char *given, const char **ret)
+{
+	static const char *const candidates[] = { "/var/tmp", "/var/lib", "/" };
+	char fstype[32];
+
+	for (size_t i = 0; i < (given ? 1 : ELEMENTSOF(candidates)); i++) {
+		const char *d = given ? given : candidates[i];
+		int r = mountinfo_dir_fstype("/proc/self/mountinfo", d, fstype, sizeof(fstype));
+
+		if (r < 0) {
+			if (given)
+				return log_error_errno(r, "--dir %s", d);
+			continue;
+		}
+		if (*fstype && fstype_has_writeback(fstype) && strcmp(fstype, "overlay") != 0) {
+			*ret = d;
+			return 0;
+		}
+		if (given)
+			return log_error_errno(EINVAL,
+					       "--dir %s is on %s, which has no cgroup writeback: give a directory on a "
+					       "disk-backed filesystem (ext4, xfs, btrfs)",
+					       d, *fstype ? fstype : "a filesystem not in the mount table");
+		log_info("%s is on %s (no cgroup writeback); trying the next directory", d, *fstype ? fstype : "?");
+	}
+	return log_error_errno(ENOENT, "No disk-backed directory among /var/tmp, /var/lib, /: give one with --dir");
+}
+
 int verify_run(const struct verify_opts *o, struct verify_result *ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *bpf = NULL;
 	struct verify_result res = { 0 };
 	char parent[64], old[96], new[96], dir[PATH_MAX], p[PATH_MAX + 96];
+	const char *where = NULL;
 	pid_t pid = -1;
 	double t0 = mono();
 	int r, status;
+
+	r = pick_dir(o->dir, &where);
+	if (r < 0)
+		return r;
+	r = cg_memory_delegated(o->cgroup_root);
+	if (r < 0)
+		return log_error_errno(r, "%s/cgroup.subtree_control: the memory controller is %s; the probe needs it for "
+					  "its cgroups (echo +memory > %s/cgroup.subtree_control)",
+				       o->cgroup_root, r == -ENOENT ? "not enabled for the cgroups below the root"
+								    : "not readable",
+				       o->cgroup_root);
 
 	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
 			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &res.evidence);
@@ -165,9 +210,9 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	snprintf(parent, sizeof(parent), "wbguard.verify-%d", (int)getpid());
 	snprintf(old, sizeof(old), "%s/old", parent);
 	snprintf(new, sizeof(new), "%s/new", parent);
-	snprintf(dir, sizeof(dir), "%s/wbguard-verify.XXXXXX", o->dir);
+	snprintf(dir, sizeof(dir), "%s/wbguard-verify.XXXXXX", strcmp(where, "/") == 0 ? "" : where);
 	if (!mkdtemp(dir))
-		return log_error_errno(errno, "Cannot create a directory in %s", o->dir);
+		return log_error_errno(errno, "Cannot create a directory in %s", where);
 	r = cg_mkdir(o->cgroup_root, parent);
 	if (r < 0) {
 		log_error_errno(r, "Cannot create cgroup %s/%s", o->cgroup_root, parent);
@@ -177,7 +222,7 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	if (r >= 0)
 		r = cg_write(o->cgroup_root, parent, "memory.max", "64M");
 	if (r < 0) {
-		log_error_errno(r, "Cannot set up the memory controller in %s", p);
+		log_error_errno(r, "Cannot set up the memory controller in %s/%s", o->cgroup_root, parent);
 		goto out_cg;
 	}
 	for (const char *c = old; c; c = c == old ? new : NULL) {

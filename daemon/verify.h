@@ -15,7 +15,7 @@
 
 struct verify_opts {
 	const char *cgroup_root;
-	const char *dir;       /* on a disk-backed filesystem */
+	const char *dir;       /* on a disk-backed filesystem; NULL: the first of /var/tmp, /var/lib, / that is */
 	double timeout_s;      /* give up on seeing a foreign flush after this */
 	volatile int *stop;    /* set by a signal handler: clean up and return */
 };

@@ -184,8 +184,9 @@ static int on_reconnect(sd_event_source *s, uint64_t usec, void *userdata)
 		}
 		m->bus_backoff_usec = m->bus_backoff_usec * 2 > RECONNECT_MAX_USEC ? RECONNECT_MAX_USEC
 										   : m->bus_backoff_usec * 2;
-		(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC,
-						 m->bus_backoff_usec, 0, on_reconnect, m);
+		if (sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC,
+					       m->bus_backoff_usec, 0, on_reconnect, m) < 0)
+			log_warning("Cannot arm the bus reconnect: inotify alone from now on");
 	}
 	return 0;
 }
@@ -219,8 +220,9 @@ static void schedule_reconnect(struct manager *m)
 	}
 	if (!m->bus_backoff_usec)
 		m->bus_backoff_usec = RECONNECT_MIN_USEC;
-	(void)sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC, m->bus_backoff_usec, 0,
-					 on_reconnect, m);
+	if (sd_event_add_time_relative(m->event, &m->bus_reconnect_source, CLOCK_MONOTONIC, m->bus_backoff_usec, 0,
+				       on_reconnect, m) < 0)
+		log_warning("Cannot arm the bus reconnect: inotify alone from now on");
 }
 
 static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)
@@ -241,7 +243,7 @@ static int on_systemd_owner(sd_bus_message *msg, void *userdata, sd_bus_error *r
 	struct manager *m = userdata;
 	const char *name, *old, *new;
 
-	if (sd_bus_message_read(msg, "sss", &name, &old, &new) < 0 || !*new)
+	if (sd_bus_message_read(msg, "sss", &name, &old, &new) < 0 || !*new || strcmp(name, SD_DEST) != 0)
 		return 0;
 	(void)sd_bus_call_method_async(m->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "Subscribe", NULL, NULL, "");
 	return 0;
@@ -267,8 +269,11 @@ static int connect_bus(struct manager *m)
 					   "member='PropertiesChanged',arg0='org.freedesktop.systemd1.Unit'",
 					   on_unit_changed, NULL, m);
 	if (r >= 0)
-		r = sd_bus_match_signal_async(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-					      "org.freedesktop.DBus", "NameOwnerChanged", on_systemd_owner, NULL, m);
+		/* systemd's name only (arg0): not every client that connects */
+		r = sd_bus_add_match_async(bus, NULL,
+					   "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+					   "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" SD_DEST "'",
+					   on_systemd_owner, NULL, m);
 	if (r >= 0)
 		r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
 					"org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m);

@@ -58,7 +58,8 @@ static void help(void)
 	       "     --timeout SEC       flush --wait: give up after SEC (default 30);\n"
 	       "                         verify: give up on seeing a foreign flush (default 20)\n"
 	       "     --limit N           handovers: only the last N\n"
-	       "     --dir DIR           verify: where the probe writes (default /var/tmp; on disk)\n"
+	       "     --dir DIR           verify: where the probe writes, on a disk-backed filesystem\n"
+	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
 	       "     --cgroup-root PATH  verify: cgroup2 mount (default /sys/fs/cgroup)\n"
 	       "     --state-dir DIR     status: wbguardd's state (default /run/wbguard)\n"
 	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
 		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
 		{},
 	};
-	const char *dir = "/var/tmp", *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
+	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
 	struct ctl_opts co = { .socket = WBG_CONTROL_SOCKET };
 	double timeout = 0;
 	bool wait = false;

@@ -88,6 +88,22 @@ int main(void)
 		CHECK(kallsyms_has("/nonexistent", "x") == -ENOENT, "no kallsyms: -ENOENT");
 		unlink(ks);
 	}
+	{
+		char sc[300];
+		FILE *f;
+
+		snprintf(sc, sizeof(p), "%s/cgroup.subtree_control", root);
+		f = fopen(sc, "w");
+		fputs("cpu io\n", f);
+		fclose(f);
+		CHECK(cg_memory_delegated(root) == -ENOENT, "verify: memory not delegated below the root is said");
+		f = fopen(sc, "w");
+		fputs("cpu io memory pids\n", f);
+		fclose(f);
+		CHECK(cg_memory_delegated(root) == 0, "memory delegated");
+		unlink(sc);
+		CHECK(cg_memory_delegated(root) == -ENOENT, "no subtree_control at all: an error");
+	}
 	rmdir(root);
 	return tap_done();
 }

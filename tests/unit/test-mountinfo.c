@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
@@ -35,5 +36,13 @@ int main(void)
 	mountinfo_free(&m);
 	CHECK(mountinfo_parse("", &m) == 0 && m.n == 0, "empty text");
 	mountinfo_free(&m);
+	{
+		char t[32];
+
+		CHECK(mountinfo_dir_fstype("/proc/self/mountinfo", "/proc", t, sizeof(t)) == 0 && strcmp(t, "proc") == 0,
+		      "the filesystem a directory is on (verify's --dir): /proc is %s", t);
+		CHECK(mountinfo_dir_fstype("/proc/self/mountinfo", "/nonexistent/x", t, sizeof(t)) == -ENOENT,
+		      "a missing directory: -ENOENT");
+	}
 	return tap_done();
 }

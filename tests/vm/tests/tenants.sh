@@ -59,14 +59,23 @@ daemon_stop
 # 2. A 2,000-level chain: before start, while running (faster than inotify
 # is read), and with cgroup_root below /proc/1/root (the DaemonSet's
 # layout, which libcgroup does not know: wbguardd walks it itself).
+# (python: 2,000 mkdir processes would take minutes under TCG)
 chain() {
-	(cd /sys/fs/cgroup/wbgtest && mkdir "$1" && cd "$1" && for _ in $(seq 2000); do mkdir d && cd d || exit 1; done)
+	python3 -c '
+import os, sys
+os.chdir("/sys/fs/cgroup/wbgtest"); os.mkdir(sys.argv[1]); os.chdir(sys.argv[1])
+for _ in range(2000):
+    os.mkdir("d"); os.chdir("d")' "$1"
 }
 unchain() {
-	(cd /sys/fs/cgroup/wbgtest/"$1" || exit
-	 n=0; while cd d 2>/dev/null; do n=$((n + 1)); done
-	 while [ $n -gt 0 ]; do cd .. && rmdir d; n=$((n - 1)); done)
-	rmdir /sys/fs/cgroup/wbgtest/"$1"
+	python3 -c '
+import os, sys
+os.chdir("/sys/fs/cgroup/wbgtest/" + sys.argv[1]); n = 0
+while os.path.isdir("d"):
+    os.chdir("d"); n += 1
+for _ in range(n):
+    os.chdir(".."); os.rmdir("d")
+os.chdir(".."); os.rmdir(sys.argv[1])' "$1"
 }
 chain deep1
 check "a 2,000-level chain exists" test -d "/sys/fs/cgroup/wbgtest/deep1/$(printf 'd/%.0s' $(seq 2000))"
