@@ -15,8 +15,18 @@ struct wbg_textfile {
 	pthread_cond_t cond;
 	char *path, *text; /* in hand, not yet taken by the thread */
 	bool busy, stop;
+	bool orphaned; /* textfile_free gave up on it: the thread frees it when back */
 	uint64_t written, replaced, errors;
 };
+
+static void destroy(struct wbg_textfile *t)
+{
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+	free(t->path);
+	free(t->text);
+	free(t);
+}
 
 static void *run(void *arg)
 {
@@ -29,7 +39,7 @@ static void *run(void *arg)
 
 		while (!t->text && !t->stop)
 			pthread_cond_wait(&t->cond, &t->lock);
-		if (!t->text)
+		if (!t->text || t->stop)
 			break;
 		path = t->path, text = t->text;
 		t->path = t->text = NULL;
@@ -47,6 +57,11 @@ static void *run(void *arg)
 		else
 			t->written++;
 		pthread_cond_broadcast(&t->cond);
+	}
+	if (t->orphaned) {
+		pthread_mutex_unlock(&t->lock);
+		destroy(t);
+		return NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -108,20 +123,18 @@ void textfile_free(struct wbg_textfile *t, uint64_t wait_usec)
 		;
 	done = !t->text && !t->busy;
 	t->stop = true;
+	t->orphaned = !done;
 	pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 	if (!done) {
-		/* stuck in the kernel on a stalled disk: we exit without it */
+		/* stuck in the kernel on a stalled disk: we exit without it,
+		 * and it frees t if it ever comes back */
 		log_warning("The metrics textfile is still being written; not waiting for it");
 		pthread_detach(t->thread);
-		return; /* t stays for the thread */
+		return;
 	}
 	pthread_join(t->thread, NULL);
-	pthread_mutex_destroy(&t->lock);
-	pthread_cond_destroy(&t->cond);
-	free(t->path);
-	free(t->text);
-	free(t);
+	destroy(t);
 }
 
 static uint64_t get(struct wbg_textfile *t, const uint64_t *v)
