@@ -182,7 +182,7 @@ int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint6
 	return 0;
 }
 
-int cg_list_ids(const char *root, uint64_t **ret, size_t *ret_n)
+int cg_list_ids(const char *root, unsigned max_depth, uint64_t **ret, size_t *ret_n)
 {
 	char *const roots[] = { (char *)root, NULL };
 	uint64_t *ids = NULL;
@@ -200,6 +200,8 @@ int cg_list_ids(const char *root, uint64_t **ret, size_t *ret_n)
 		}
 		if (e->fts_info != FTS_D)
 			continue; /* files, and directories on their way back up */
+		if (max_depth && (unsigned)e->fts_level >= max_depth)
+			(void)fts_set(fts, e, FTS_SKIP); /* as deep as wbguardd tracks, no deeper */
 		if (n == cap) {
 			uint64_t *v = realloc(ids, (cap = cap ? cap * 2 : 256) * sizeof(*v));
 

@@ -28,8 +28,9 @@ int cg_read_keyed_u64(const char *root, const char *path, const char *file, cons
 /* memory.stat's file_dirty and file_writeback, from one read (each read
  * flushes the memcg's statistics). */
 int cg_read_dirty(const char *root, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback);
-/* The ids (inode numbers) of every cgroup under root, sorted. */
-int cg_list_ids(const char *root, uint64_t **ret, size_t *ret_n);
+/* The ids (inode numbers) of every cgroup under root, down to max_depth
+ * levels (0: all), sorted. */
+int cg_list_ids(const char *root, unsigned max_depth, uint64_t **ret, size_t *ret_n);
 int cg_write(const char *root, const char *path, const char *file, const char *s);
 /* Moves the calling process into the cgroup. */
 int cg_enter(const char *root, const char *path);

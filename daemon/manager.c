@@ -1154,7 +1154,7 @@ static int recover_dying(struct manager *m, const uint64_t *covered, size_t n_co
 		return r == -ENOMEM ? log_oom() : r;
 	if (n == 0)
 		return 0;
-	r = cg_list_ids(m->cfg.cgroup_root, &live, &n_live);
+	r = cg_list_ids(m->cfg.cgroup_root, m->cfg.max_depth, &live, &n_live);
 	if (r < 0)
 		return r == -ENOMEM ? log_oom() : log_warning_errno(r, "Cannot list the cgroups under %s", m->cfg.cgroup_root);
 	for (size_t i = 0; i < n; i++) {

@@ -299,7 +299,8 @@ static int walk_libcgroup(struct wbg_watch *w)
 	if (cgroup_init() != 0 || cgroup_get_subsys_mount_point("memory", &mp) != 0 || strcmp(mp, w->root) != 0)
 		return -EOPNOTSUPP;
 	ml = strlen(mp);
-	r = cgroup_walk_tree_begin("memory", "/", 0, &handle, &info, &base);
+	/* no deeper than we track: every level costs its depth in lookups */
+	r = cgroup_walk_tree_begin("memory", "/", (int)w->max_depth, &handle, &info, &base);
 	while (r == 0) {
 		if (info.type == CGROUP_FILE_TYPE_DIR && strncmp(info.full_path, mp, ml) == 0) {
 			char rel[PATH_MAX];

@@ -60,14 +60,14 @@ int main(void)
 		size_t n = 0;
 		bool found = false, sorted = true;
 
-		CHECK(cg_list_ids(root, &ids, &n) == 0 && n == 2, "cg_list_ids: the root and its one child");
+		CHECK(cg_list_ids(root, 0, &ids, &n) == 0 && n == 2, "cg_list_ids: the root and its one child");
 		for (size_t i = 0; i < n; i++) {
 			found |= ids[i] == v;
 			sorted &= i == 0 || ids[i - 1] < ids[i];
 		}
 		CHECK(found && sorted, "cg_list_ids: the child's id, sorted");
 		free(ids);
-		CHECK(cg_list_ids("/nonexistent", &ids, &n) == -ENOENT, "cg_list_ids of no tree: -ENOENT");
+		CHECK(cg_list_ids("/nonexistent", 0, &ids, &n) == -ENOENT, "cg_list_ids of no tree: -ENOENT");
 	}
 	unlink(p);
 	CHECK(cg_rmdir(root, "pod", 100) == 0, "cg_rmdir removes an empty cgroup");

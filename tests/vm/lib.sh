@@ -38,7 +38,7 @@ daemon_start() {
 	"$b/daemon/wbguardd" --log-level=info "$@" >"$log" 2>&1 &
 	DAEMON=$!
 	i=0
-	while ! grep -q '^Watching' "$log" && [ $i -lt "${WBG_START_TRIES:-300}" ]; do
+	while ! grep -q '^Watching' "$log" && [ $i -lt 300 ]; do
 		kill -0 $DAEMON 2>/dev/null || return 1
 		sleep 0.1
 		i=$((i + 1))
