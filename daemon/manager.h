@@ -57,9 +57,9 @@ struct manager {
 	char *debugfs;
 
 	struct wbg_registry reg;
-	struct wbg_departed departed;
+	struct wbg_departed departed;     /* removed cgroups, for their metric labels */
 	sd_event_source *departed_source; /* the next departed series due to go */
-	sd_event_source *verdict_source;  /* the verdicts, refreshed on a timer, never by a reader */ /* removed cgroups, for their metric labels */
+	sd_event_source *verdict_source;  /* the verdicts, refreshed on a timer, never by a reader */
 	struct wbg_watch watch;
 	struct wbg_bpf *bpf;
 	struct flush_pool *pool;
@@ -76,8 +76,10 @@ struct manager {
 	sd_event_source *inotify_source, *pool_source, *mountinfo_source;
 	sd_bus *bus; /* system bus, NULL while there is none */
 	bool bus_name_owned;
+	bool ready; /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	/* the control API's private socket and its peer-to-peer connections */
 	int control_fd;
+	int log_level_override; /* --log-level, which a reload keeps; -1: the configuration's */
 	sd_event_source *control_source;
 	sd_bus *control_conns[WBG_CONTROL_CONNS_MAX];
 	uint64_t control_refused, api_calls;
@@ -93,8 +95,8 @@ struct manager {
 	 * of a removal inotify already handled is no news */
 	uint64_t recent_ids[1024];
 	unsigned recent_next;
-	uint64_t bus_backoff_usec;
 	int mountinfo_fd;
+	uint64_t bus_backoff_usec;
 
 	void *active; /* tsearch tree of in-flight handovers, by id */
 	struct wbg_ids ids; /* handover ids, unique across restarts */
@@ -130,8 +132,6 @@ struct manager {
 	sd_event_source *mhd_io_source, *mhd_timer_source;
 	uint64_t scrapes;
 	uint64_t textfile_written_usec;
-	int log_level_override; /* --log-level, which a reload keeps; -1: the configuration's */
-	bool ready; /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	struct wbg_textfile *textfile; /* its writer thread */
 };
 

@@ -151,32 +151,43 @@ out:
 
 /* The probe needs cgroup writeback: a filesystem with it (tmpfs has none,
  * so no dying wb would ever be dirty there and the answer would be
- * "unknown" for a reason that has nothing to do with the kernel). */
+ * "unknown" for a reason that has nothing to do with the kernel). 1: dir is
+ * on one; 0: it is not (said); < 0: it cannot be looked at. */
+static int disk_backed(const char *dir, bool given)
+{
+	char fstype[32];
+	int r = mountinfo_dir_fstype("/proc/self/mountinfo", dir, fstype, sizeof(fstype));
+
+	if (r < 0)
+		return given ? log_error_errno(r, "--dir %s", dir) : r;
+	if (*fstype && fstype_has_writeback(fstype) && strcmp(fstype, "overlay") != 0)
+		return 1;
+	if (given)
+		log_error("--dir %s is on %s, which has no cgroup writeback: give a directory on a disk-backed "
+			  "filesystem (ext4, xfs, btrfs)",
+			  dir, *fstype ? fstype : "a filesystem not in the mount table");
+	else
+		log_info("%s is on %s (no cgroup writeback); trying the next directory", dir, *fstype ? fstype : "?");
+	return 0;
+}
+
 static int pick_dir(const char *given, const char **ret)
 {
 	static const char *const candidates[] = { "/var/tmp", "/var/lib", "/" };
-	char fstype[32];
+	int r;
 
-	for (size_t i = 0; i < (given ? 1 : ELEMENTSOF(candidates)); i++) {
-		const char *d = given ? given : candidates[i];
-		int r = mountinfo_dir_fstype("/proc/self/mountinfo", d, fstype, sizeof(fstype));
-
-		if (r < 0) {
-			if (given)
-				return log_error_errno(r, "--dir %s", d);
-			continue;
-		}
-		if (*fstype && fstype_has_writeback(fstype) && strcmp(fstype, "overlay") != 0) {
-			*ret = d;
+	if (given) {
+		r = disk_backed(given, true);
+		if (r <= 0)
+			return r < 0 ? r : -EINVAL;
+		*ret = given;
+		return 0;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(candidates); i++)
+		if (disk_backed(candidates[i], false) > 0) {
+			*ret = candidates[i];
 			return 0;
 		}
-		if (given)
-			return log_error_errno(EINVAL,
-					       "--dir %s is on %s, which has no cgroup writeback: give a directory on a "
-					       "disk-backed filesystem (ext4, xfs, btrfs)",
-					       d, *fstype ? fstype : "a filesystem not in the mount table");
-		log_info("%s is on %s (no cgroup writeback); trying the next directory", d, *fstype ? fstype : "?");
-	}
 	return log_error_errno(ENOENT, "No disk-backed directory among /var/tmp, /var/lib, /: give one with --dir");
 }
 
@@ -185,7 +196,7 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *bpf = NULL;
 	struct verify_result res = { 0 };
 	char parent[64], old[96], new[96], dir[PATH_MAX], p[PATH_MAX + 96];
-	const char *where = NULL;
+	const char *where = "/";
 	pid_t pid = -1;
 	double t0 = mono();
 	int r, status;
