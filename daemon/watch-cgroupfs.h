@@ -45,7 +45,7 @@ struct wbg_watch {
 int watch_init(struct wbg_watch *w, const char *root, char *const *roots, unsigned n_roots, struct wbg_registry *reg,
 	       const struct wbg_watch_ops *ops, void *userdata);
 void watch_done(struct wbg_watch *w);
-/* Walks the tree under the root (libcgroup where it knows the mount) and
+/* Walks the tree under the root, max_depth levels deep, and
  * tracks every cgroup in scope, reporting those that vanished since. */
 int watch_rescan(struct wbg_watch *w);
 /* Reads and dispatches pending inotify events. */

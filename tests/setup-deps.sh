@@ -7,7 +7,7 @@ set -eu
 PKGS="
 meson ninja-build gcc clang llvm pkg-config clang-tidy cppcheck
 bpftool libbpf-dev libelf-dev zlib1g-dev
-libsystemd-dev libcgroup-dev libinih-dev libnl-3-dev
+libsystemd-dev libinih-dev libnl-3-dev
 libjson-c-dev libmicrohttpd-dev
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus

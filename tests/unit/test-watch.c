@@ -177,7 +177,7 @@ int main(void)
 	 * walk is iterative, so neither the start, a rescan, nor a chain made
 	 * faster than inotify is read exhausts the stack (8 KiB a level
 	 * crashed the recursive walk under the default 8 MiB). The temporary
-	 * tree is not libcgroup's mount, as the DaemonSet's host_root is not:
+	 * tree is walked as the real one and the DaemonSet's host_root are:
 	 * the walk is ours. */
 	mkchain("deep", "d", 2000);
 	CHECK(watch_init(&w, root, NULL, 0, &reg, &ops, NULL) == 0 && watch_rescan(&w) == 0,

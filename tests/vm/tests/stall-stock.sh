@@ -114,3 +114,9 @@ wait $v
 check "interrupted verify exits 2" test $? = 2
 check "verify leaves no cgroup behind" test -z "$(ls /sys/fs/cgroup | grep wbguard.verify)"
 check "verify leaves no file behind" test -z "$(ls /mnt/ext4 | grep wbguard-verify)"
+# A directory without cgroup writeback (tmpfs) cannot show the stall: said,
+# not answered "unknown" for a reason that is not the kernel's.
+"$WBG_BUILD/daemon/wbguardctl" verify --dir /run >/dev/null 2>/wbg-out/verify-tmpfs.txt
+rc=$?
+check "verify --dir on tmpfs: refused (exit $rc), saying why" \
+	sh -c "[ $rc -ne 0 ] && [ $rc -ne 1 ] && grep -q 'no cgroup writeback' /wbg-out/verify-tmpfs.txt"

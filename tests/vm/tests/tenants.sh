@@ -58,7 +58,7 @@ daemon_stop
 
 # 2. A 2,000-level chain: before start, while running (faster than inotify
 # is read), and with cgroup_root below /proc/1/root (the DaemonSet's
-# layout, which libcgroup does not know: wbguardd walks it itself).
+# layout).
 # (python: 2,000 mkdir processes would take minutes under TCG)
 chain() {
 	python3 -c '
