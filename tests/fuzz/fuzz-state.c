@@ -18,16 +18,7 @@ static char dir[] = "/tmp/wbg-fuzz-state-XXXXXX";
 
 static void put(const char *name, const uint8_t *data, size_t size)
 {
-	char p[256];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		abort();
-	if (size && write(fd, data, size) != (ssize_t)size)
-		abort();
-	close(fd);
+	fuzz_put_file(dir, name, data, size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -3,10 +3,13 @@
  * parser takes text. */
 #pragma once
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,4 +22,19 @@ static inline char *fuzz_string(const uint8_t *data, size_t size)
 		s[size] = 0;
 	}
 	return s;
+}
+
+/* Writes an input to dir/name (targets whose parsers read files). */
+static inline void fuzz_put_file(const char *dir, const char *name, const uint8_t *data, size_t size)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		abort();
+	if (size && write(fd, data, size) != (ssize_t)size)
+		abort();
+	close(fd);
 }

@@ -148,12 +148,17 @@ check "the boost holds the sysctl for the timed-out removal (fallback missing)" 
 # writers in uninterruptible sleep, so a writer started now could not be
 # killed (populated would stay 1 and the cgroup could not be removed).
 dmsetup resume wbgslow
-writer k /mnt/slow/k
-sleep 1
-dmsetup suspend --nolockfs --noflush wbgslow
-sleep 0.5
-echo 1 >/sys/fs/cgroup/wbgtest/k/cgroup.kill
-i=0; while grep -q 'populated 1' /sys/fs/cgroup/wbgtest/k/cgroup.events && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+# hung_end NAME: a writer on the slow filesystem, the device suspended, the
+# writer killed: its handover's flush starts and hangs.
+hung_end() {
+	writer $1 /mnt/slow/$1
+	sleep 1
+	dmsetup suspend --nolockfs --noflush wbgslow
+	sleep 0.5
+	echo 1 >/sys/fs/cgroup/wbgtest/$1/cgroup.kill
+	i=0; while grep -q 'populated 1' /sys/fs/cgroup/wbgtest/$1/cgroup.events && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+}
+hung_end k
 check "k: its writer is killed (populated 0)" grep -q 'populated 0' /sys/fs/cgroup/wbgtest/k/cgroup.events
 rmdir /sys/fs/cgroup/wbgtest/k
 check "k: removed" test ! -d /sys/fs/cgroup/wbgtest/k
@@ -179,12 +184,7 @@ check "restart: no pending record left" test -z "$(ls /run/wbguard/pending-*.jso
 # Stopping (SIGTERM) in the middle of a hung flush: the handover is recorded
 # as interrupted, not flushed (the next start redoes it), it boosts nothing,
 # and wbguardd ends with the admin's value and no state file.
-writer s /mnt/slow/s
-sleep 1
-dmsetup suspend --nolockfs --noflush wbgslow
-sleep 0.5
-echo 1 >/sys/fs/cgroup/wbgtest/s/cgroup.kill
-i=0; while grep -q 'populated 1' /sys/fs/cgroup/wbgtest/s/cgroup.events && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+hung_end s
 sleep 1 # its flush has started, and hangs
 kill -TERM $DAEMON
 i=0; while ! grep -q '"cgroup":"wbgtest/s"' /run/wbguard/handovers.jsonl && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
