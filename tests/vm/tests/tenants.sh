@@ -19,7 +19,7 @@ echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
 rec() { grep "\"cgroup\":\"$1\"" /run/wbguard/handovers.jsonl | tail -1; }
 wait_rec() {
 	local i=0
-	while [ -z "$(rec "$1")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ -z "$(rec "$1")" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	rec "$1"
 }
 
@@ -120,7 +120,7 @@ for i in $(seq 300); do
 done
 sleep 2
 check "the victim's data is still dirty" test "$(awk '$1 == "file_dirty" {print $2}' /sys/fs/cgroup/wbgtest/victim/memory.stat)" -gt 0
-kill $victim
+echo 1 >/sys/fs/cgroup/wbgtest/victim/cgroup.kill
 r=$(wait_rec wbgtest/victim)
 echo "# $(echo "$r" | jq -c '{outcome, plan, dirty_bytes, reason}')"
 check "the evicted set's handover flushes (every filesystem), not no-targets" \
