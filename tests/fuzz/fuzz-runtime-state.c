@@ -15,6 +15,14 @@
 
 static char dir[] = "/tmp/wbg-fuzz-rt-XXXXXX";
 
+static void remove_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
+}
+
 static void put(const char *name, const uint8_t *data, size_t size)
 {
 	fuzz_put_file(dir, name, data, size);
@@ -33,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		log_set_max_level(-1);
 		if (!mkdtemp(dir))
 			abort();
+		atexit(remove_dir);
 		snprintf(crun, sizeof(crun), "%s/crun", dir);
 		snprintf(runc, sizeof(runc), "%s/runc", dir);
 		mkdir(crun, 0700);

@@ -16,6 +16,14 @@
 
 static char dir[] = "/tmp/wbg-fuzz-state-XXXXXX";
 
+static void remove_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
+}
+
 static void put(const char *name, const uint8_t *data, size_t size)
 {
 	fuzz_put_file(dir, name, data, size);
@@ -30,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		log_set_max_level(-1);
 		if (!mkdtemp(dir))
 			abort();
+		atexit(remove_dir);
 		snprintf(p, sizeof(p), "%s/vm", dir);
 		mkdir(p, 0700);
 		ready = 1;
