@@ -97,11 +97,12 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 #define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one
- * WBG_LIFE_DIRTY event on the removals' ring buffer and disarms it. */
+ * WBG_LIFE_DIRTY event on the lifecycle ring buffer and disarms it. */
 int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id);
 int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
-/* The ring buffer of removals: poll its fd, then consume (cb per event). */
+/* The lifecycle ring buffer (removals, releases, watched pods' first
+ * dirtying: enum wbg_life_kind): poll its fd, then consume (cb per event). */
 typedef int (*wbg_rmdir_cb)(const struct wbg_rmdir_event *e, void *userdata);
 int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata);
 int wbg_bpf_rmdir_fd(const struct wbg_bpf *b);

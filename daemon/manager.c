@@ -746,9 +746,9 @@ static bool recently_handled(const struct manager *m, uint64_t id)
 	return false;
 }
 
-/* Every removal in the v2 hierarchy, from the kernel, with its id. Most are
- * inotify's news too; this catches the ones created and removed before
- * inotify's events about them could be acted on. */
+/* A departed cgroup's per-cgroup series go (its retention is over, or it was
+ * evicted from the departed table), and with its last report the names of
+ * the container that was in it. */
 static void drop_series(uint64_t id, void *userdata)
 {
 	struct manager *m = userdata;
@@ -829,6 +829,9 @@ static void on_release(struct manager *m, uint64_t id)
 		arm_once(m->departed_source, now_usec(m) + m->cfg.departed_retention_usec);
 }
 
+/* Every removal in the v2 hierarchy, from the kernel, with its id. Most are
+ * inotify's news too; this catches the ones created and removed before
+ * inotify's events about them could be acted on. */
 static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 {
 	struct manager *m = userdata;

@@ -288,6 +288,7 @@ static int track(struct wbg_watch *w, const char *path)
 struct sweep {
 	struct wbg_cgroup **v;
 	size_t n, cap;
+	size_t dropped;
 	uint64_t gen;
 };
 
@@ -300,8 +301,10 @@ static void collect_unseen(struct wbg_cgroup *c, void *userdata)
 	if (s->n == s->cap) {
 		struct wbg_cgroup **v = realloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
-		if (!v)
+		if (!v) {
+			s->dropped++; /* not reported this time: the next rescan will */
 			return;
+		}
 		s->v = v;
 	}
 	s->v[s->n++] = c;
@@ -327,6 +330,12 @@ int watch_rescan(struct wbg_watch *w)
 	/* Whatever was not found again is gone, and its removal event lost. */
 	s.gen = w->generation;
 	registry_foreach(w->reg, collect_unseen, &s);
+	if (s.dropped) {
+		/* out of memory for the list: these stay tracked, and the next
+		 * rescan (asked for now) reports them; said, never silent */
+		log_warning("Rescan: %zu vanished cgroups not reported (out of memory); rescanning again", s.dropped);
+		w->rescan_needed = true;
+	}
 	for (size_t i = 0; i < s.n; i++) {
 		w->rescan_removals++;
 		removed(w, s.v[i], true);

@@ -11,7 +11,6 @@
 #include <inttypes.h>
 
 #include "cgroup-util.h"
-#include "cli-util.h"
 #include "macro.h"
 #include "sysctl-keeper.h"
 #include "log.h"
