@@ -243,9 +243,12 @@ static int on_systemd_owner(sd_bus_message *msg, void *userdata, sd_bus_error *r
 	struct manager *m = userdata;
 	const char *name, *old, *new;
 
-	if (sd_bus_message_read(msg, "sss", &name, &old, &new) < 0 || !*new || strcmp(name, SD_DEST) != 0)
+	if (sd_bus_message_read(msg, "sss", &name, &old, &new) < 0)
 		return 0;
-	log_debug("%s has a new owner (%s): subscribing again", SD_DEST, new);
+	/* the match names systemd (arg0): nothing else should come here */
+	log_debug("NameOwnerChanged for %s", name);
+	if (!*new || strcmp(name, SD_DEST) != 0)
+		return 0;
 	(void)sd_bus_call_method_async(m->bus, NULL, SD_DEST, SD_PATH, SD_MANAGER, "Subscribe", NULL, NULL, "");
 	return 0;
 }

@@ -31,10 +31,10 @@ check "wbguardd resubscribes after the bus restarts" \
 	sh -c "test \$(journalctl -u wbguard-test | grep -c 'Subscribed to systemd') -ge 2"
 # Other clients coming and going on the bus are no news to wbguardd: its
 # NameOwnerChanged match names systemd (arg0), so they wake nothing.
-before=$(journalctl -u wbguard-test | grep -c 'has a new owner')
+before=$(journalctl -u wbguard-test | grep -c 'NameOwnerChanged for')
 for i in 1 2 3 4 5; do busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetId >/dev/null; done
 sleep 1
-after=$(journalctl -u wbguard-test | grep -c 'has a new owner')
+after=$(journalctl -u wbguard-test | grep -c 'NameOwnerChanged for')
 check "five other bus clients came and went: wbguardd did nothing ($before -> $after)" test "$before" = "$after"
 mkdir -p /mnt/ext4/svc
 # Like a real service, it takes a moment to shut down on SIGTERM.
