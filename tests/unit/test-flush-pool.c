@@ -93,6 +93,8 @@ static void stuck_and_bounds(void)
 		for (unsigned n = 0; n < 20; n++)
 			flush_job_add_inodes(j, &k, 1);
 		r = flush_pool_submit(p, j);
+		if (r < 0)
+			flush_job_free(j); /* refused: still the caller's */
 	}
 	flush_pool_stats(p, &st);
 	CHECK(r == -EBUSY && st.refused_busy == 1, "past %d waiters a request is refused with -EBUSY, counted",
