@@ -152,7 +152,7 @@ check "the ConfigMap serves metrics on 127.0.0.1 only, and the probes point ther
 import yaml
 docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
 cm = next(d for d in docs if d['kind'] == 'ConfigMap')['data']['wbguard.conf']
-assert 'listen = 127.0.0.1:9573' in cm and '0.0.0.0' not in cm
+assert [l.strip() for l in cm.splitlines() if l.strip().startswith('listen')] == ['listen = 127.0.0.1:9573']
 pod = next(d for d in docs if d['kind'] == 'DaemonSet')['spec']['template']['spec']
 w = next(c for c in pod['containers'] if c['name'] == 'wbguardd')
 assert (w['livenessProbe']['httpGet']['path'], w['readinessProbe']['httpGet']['path']) == ('/livez', '/readyz')
