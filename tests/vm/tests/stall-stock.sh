@@ -101,9 +101,18 @@ daemon_stop
 
 # The active probe: the same verdict, quickly, and nothing left behind, even
 # when interrupted.
-start=$(date +%s)
-"$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
-check "verify exits 1 (missing) on stock 6.12" test $? = 1
+# (Whether the replacement goes over its dirty limit, so that the kernel
+# flushes for it at all, depends on timing under TCG: a probe that saw no
+# foreign flush says "unknown" and is run once more, as verdict-bdevfrnwq
+# does.)
+for try in 1 2; do
+	start=$(date +%s)
+	"$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
+	rc=$?
+	[ $rc = 2 ] && [ "$(jq -r .dying_wb_fallback.state /wbg-out/verify.json)" = unknown ] || break
+	echo "# verify try $try: no foreign flush seen (unknown); again"
+done
+check "verify exits 1 (missing) on stock 6.12" test $rc = 1
 check "verify says missing" test "$(jq -r .dying_wb_fallback.state /wbg-out/verify.json)" = missing
 check "verify takes under 30 s" test $(($(date +%s) - start)) -lt 30
 "$WBG_BUILD/daemon/wbguardctl" verify --dir /mnt/ext4 >/dev/null 2>&1 &
