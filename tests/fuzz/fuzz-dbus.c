@@ -23,22 +23,13 @@
 
 static char dir[] = "/tmp/wbg-fuzz-dbus-XXXXXX";
 
-static void remove_dir(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-}
 static struct manager *m;
 
 static void setup(void)
 {
 	char p[256], conf[1024];
 
-	if (!mkdtemp(dir))
-		abort();
-	atexit(remove_dir);
+	fuzz_tmp_dir(dir);
 	snprintf(p, sizeof(p), "%s/cg/kubepods.slice/pod1", dir);
 	/* its one cgroup is clean: a flush request ends without writing the
 	 * host's filesystems on every input */

@@ -15,19 +15,6 @@
 
 static char dir[] = "/tmp/wbg-fuzz-rt-XXXXXX";
 
-static void remove_dir(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-}
-
-static void put(const char *name, const uint8_t *data, size_t size)
-{
-	fuzz_put_file(dir, name, data, size);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
@@ -39,9 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(runc, sizeof(runc), "%s/runc", dir);
 	if (!ready) {
 		log_set_max_level(-1);
-		if (!mkdtemp(dir))
-			abort();
-		atexit(remove_dir);
+		fuzz_tmp_dir(dir);
 		snprintf(crun, sizeof(crun), "%s/crun", dir);
 		snprintf(runc, sizeof(runc), "%s/runc", dir);
 		mkdir(crun, 0700);
@@ -57,11 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1) {
 		size_t half = (size - 1) * (data[0] >> 1) / 128;
 
-		put("crun/c1/status", data + 1, half);
-		put("crun/c1/config.json", data + 1 + half, size - 1 - half);
+		fuzz_put_file(dir, "crun/c1/status", data + 1, half);
+		fuzz_put_file(dir, "crun/c1/config.json", data + 1 + half, size - 1 - half);
 		roots[0] = crun;
 	} else {
-		put("runc/c1/state.json", data + 1, size - 1);
+		fuzz_put_file(dir, "runc/c1/state.json", data + 1, size - 1);
 		roots[0] = runc;
 	}
 	roots[1] = NULL;

@@ -16,19 +16,6 @@
 
 static char dir[] = "/tmp/wbg-fuzz-state-XXXXXX";
 
-static void remove_dir(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	(void)!system(cmd);
-}
-
-static void put(const char *name, const uint8_t *data, size_t size)
-{
-	fuzz_put_file(dir, name, data, size);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
@@ -36,9 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!ready) {
 		log_set_max_level(-1);
-		if (!mkdtemp(dir))
-			abort();
-		atexit(remove_dir);
+		fuzz_tmp_dir(dir);
 		snprintf(p, sizeof(p), "%s/vm", dir);
 		mkdir(p, 0700);
 		ready = 1;
@@ -50,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct wbg_pending *v = NULL;
 		size_t n = 0;
 
-		put("pending-7.json", data + 1, size - 1);
+		fuzz_put_file(dir, "pending-7.json", data + 1, size - 1);
 		if (pending_load(dir, &v, &n) == 0) {
 			pending_free(v, n);
 			free(v);
@@ -62,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1: {
 		struct wbg_sysctl k;
 
-		put("vm/dirty_expire_centisecs", (const uint8_t *)"3000\n", 5);
-		put("sysctl.json", data + 1, size - 1);
+		fuzz_put_file(dir, "vm/dirty_expire_centisecs", (const uint8_t *)"3000\n", 5);
+		fuzz_put_file(dir, "sysctl.json", data + 1, size - 1);
 		(void)sysctl_keeper_open(&k, dir, dir);
 		snprintf(p, sizeof(p), "%s/sysctl.json", dir);
 		unlink(p);
@@ -72,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	default: {
 		struct wbg_ids ids;
 
-		put("handover-ids", data + 1, size - 1);
+		fuzz_put_file(dir, "handover-ids", data + 1, size - 1);
 		ids_open(&ids, dir, 0);
 		(void)ids_next(&ids);
 	}

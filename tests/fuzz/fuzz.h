@@ -38,3 +38,23 @@ static inline void fuzz_put_file(const char *dir, const char *name, const uint8_
 		abort();
 	close(fd);
 }
+
+/* A temporary directory for the whole run, removed at exit (libFuzzer has
+ * no teardown). tmpl: "/tmp/NAME-XXXXXX", filled in. */
+static char *fuzz_tmp_dir_path;
+
+static inline void fuzz_tmp_dir_remove(void)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fuzz_tmp_dir_path);
+	(void)!system(cmd);
+}
+
+static inline void fuzz_tmp_dir(char *tmpl)
+{
+	if (!mkdtemp(tmpl))
+		abort();
+	fuzz_tmp_dir_path = tmpl;
+	atexit(fuzz_tmp_dir_remove);
+}
