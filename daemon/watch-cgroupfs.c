@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fts.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,62 +226,67 @@ static int track_one(struct wbg_watch *w, const char *path, const struct stat *s
 	return 0;
 }
 
+/* A stack of cgroup paths still to visit, on the heap. */
+struct pending_dirs {
+	char **v;
+	size_t n, cap;
+};
+
+static int push_dir(struct pending_dirs *d, const char *parent, const char *name)
+{
+	char *p;
+
+	if (d->n == d->cap) {
+		char **v = realloc(d->v, (d->cap = d->cap ? d->cap * 2 : 64) * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+
+		if (!v)
+			return -ENOMEM;
+		d->v = v;
+	}
+	if (asprintf(&p, "%s%s%s", parent, *parent && name ? "/" : "", name ? name : "") < 0)
+		return -ENOMEM;
+	d->v[d->n++] = p;
+	return 0;
+}
+
 /* Tracks the cgroup at path and everything below it: a child created before
- * our watch on its parent existed is found here. Iterative (fts keeps the
- * path, not our stack), so a tenant's chain of thousands of nested cgroups
- * costs heap, not frames. */
+ * our watch on its parent existed is found here. Iterative, with the paths
+ * still to visit on the heap, so a tenant's chain of thousands of nested
+ * cgroups costs heap, not frames. Its own readdir and d_type, not fts: fts
+ * skips entries once a directory's link count says no subdirectory is left,
+ * and a `mkdir -p` racing the walk makes that count stale. */
 static int track(struct wbg_watch *w, const char *path)
 {
-	char top[PATH_MAX];
-	char *const roots[] = { top, NULL };
-	size_t rl = strlen(w->root);
-	FTS *fts;
-	FTSENT *e;
-	int r = 0;
+	struct pending_dirs todo = { 0 };
+	int r = push_dir(&todo, path, NULL);
 
-	if (!path_fits(w, path) || !join(top, sizeof(top), w->root, path))
-		return 0;
-	/* FTS_NOSTAT: a cgroup's many control files are told apart by d_type,
-	 * only directories are stat()ed. */
-	fts = fts_open(roots, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR | FTS_NOSTAT, NULL);
-	if (!fts)
-		return -errno;
-	while ((e = fts_read(fts))) {
-		const char *rel;
+	while (r >= 0 && todo.n > 0) {
+		_cleanup_free_ char *rel = todo.v[--todo.n];
+		_cleanup_closedir_ DIR *d = NULL;
+		char p[PATH_MAX];
+		struct dirent *de;
 		struct stat st;
 		bool descend;
 
-		if (e->fts_info == FTS_DP || e->fts_info == FTS_NSOK || e->fts_info == FTS_F)
-			continue;
-		rel = e->fts_path + rl;
-		while (*rel == '/')
-			rel++;
-		if (e->fts_info != FTS_D) {
-			/* vanished under us (normal), too deep to name, or unreadable */
-			if (e->fts_errno == ENAMETOOLONG)
-				(void)path_fits(w, rel);
-			else if (e->fts_errno && e->fts_errno != ENOENT && e->fts_level == 0)
-				r = -e->fts_errno;
-			continue;
-		}
-		if (e->fts_level > 0 && e->fts_name[0] == '.') {
-			(void)fts_set(fts, e, FTS_SKIP);
-			continue;
-		}
-		/* FTS_NOSTAT leaves fts_statp unset: stat the directory here */
-		if (!path_fits(w, rel) || stat(e->fts_path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			(void)fts_set(fts, e, FTS_SKIP);
-			continue; /* vanished under us: normal */
-		}
+		if (!path_fits(w, rel) || !join(p, sizeof(p), w->root, rel) || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* too deep or long (counted), or vanished under us: normal */
 		r = track_one(w, rel, &st, &descend);
-		if (r == -ENOMEM)
-			break;
-		r = 0;
-		if (!descend)
-			(void)fts_set(fts, e, FTS_SKIP);
+		if (r != -ENOMEM)
+			r = 0; /* a watch refused: logged, and its subtree is still walked */
+		if (r < 0 || !descend)
+			continue;
+		d = opendir(p);
+		while (d && (de = readdir(d)))
+			if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) && de->d_name[0] != '.') {
+				r = push_dir(&todo, rel, de->d_name);
+				if (r < 0)
+					break;
+			}
 	}
-	fts_close(fts);
-	return r;
+	while (todo.n > 0)
+		free(todo.v[--todo.n]);
+	free(todo.v);
+	return r == -ENOMEM ? r : 0;
 }
 
 struct sweep {
