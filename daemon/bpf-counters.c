@@ -672,3 +672,36 @@ int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 	}
 	return errno == ENOENT ? 0 : -errno;
 }
+
+bool wbg_bpf_dying_supported(const struct wbg_bpf *b)
+{
+	return b && (b->groups & WBG_BPF_RMDIR) && b->rmdir_rb &&
+	       (wbg_bpf_attached(b, "path_fdirty") > 0 || wbg_bpf_attached(b, "path_fdirty_dev") > 0);
+}
+
+int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	int fd = bpf_map__fd(b->skel->maps.dying_watch);
+	__u64 armed = WBG_EXPIRY_ARMED;
+
+	if (!wbg_bpf_dying_supported(b))
+		return -EOPNOTSUPP;
+	if (bpf_map_update_elem(fd, &cgroup_id, &armed, BPF_NOEXIST) == 0) {
+		b->skel->bss->dying_watched++;
+		return 0;
+	}
+	if (errno == EEXIST && bpf_map_update_elem(fd, &cgroup_id, &armed, BPF_EXIST) == 0)
+		return 0;
+	return -errno;
+}
+
+int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (!wbg_bpf_dying_supported(b))
+		return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.dying_watch), &cgroup_id) == 0) {
+		b->skel->bss->dying_watched--;
+		return 0;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}

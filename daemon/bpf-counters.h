@@ -96,6 +96,14 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))
 #define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))
 
+/* On-evidence flushing (dying.h): whether this kernel's foreign-dirtying
+ * program and the lifecycle ring are attached, so that a watched dying
+ * cgroup's evidence arrives; arm (again) and forget one. Arming a full map
+ * gives -E2BIG. */
+bool wbg_bpf_dying_supported(const struct wbg_bpf *b);
+int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id);
+int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id);
+
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one
  * WBG_LIFE_DIRTY event on the lifecycle ring buffer and disarms it. */
 int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id);

@@ -241,6 +241,8 @@ static __always_inline void expiry_note(__u64 cgid)
 	}
 	e->kind = WBG_LIFE_DIRTY;
 	e->cgroup_id = cgid;
+	e->dev = 0;
+	e->ino = e->dirtier = 0;
 	e->level = 0;
 	e->root = 0;
 	e->path[0] = 0;
@@ -384,6 +386,48 @@ int BPF_PROG(path_fforeign_dev, struct bdi_writeback *wb, unsigned int bdi_id, u
 /* Whether the foreign folio is a block device's page cache tells seed 001's
  * case apart on any kernel; dev says whether the kernel took its own path
  * for it (a kernel with the code but not the path shows dev 0 here). */
+/* Armed dying cgroups (WBG_DYING_WATCH_MAX), and how many: with none, the
+ * foreign-dirtying programs skip the lookup. */
+__u32 dying_watched = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WBG_DYING_WATCH_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} dying_watch SEC(".maps");
+
+/* The stall's first sign: a live cgroup dirtying a folio of an inode whose
+ * wb is a watched dying cgroup's. One event per arming. */
+static __always_inline void dying_evidence(struct folio *folio, struct bdi_writeback *wb)
+{
+	__u64 id, *st;
+	struct wbg_rmdir_event *e;
+
+	if (!dying_watched)
+		return;
+	id = BPF_CORE_READ(wb, memcg_css, cgroup, kn, id);
+	st = bpf_map_lookup_elem(&dying_watch, &id);
+	if (!st || *st != WBG_EXPIRY_ARMED ||
+	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
+		return;
+	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	if (!e) {
+		*st = WBG_EXPIRY_ARMED; /* the next dirtying tries again */
+		total_add(WBG_T_LIFE_LOST, 1);
+		return;
+	}
+	e->kind = WBG_LIFE_EVIDENCE;
+	e->cgroup_id = id;
+	e->level = 0;
+	e->root = 0;
+	e->dev = BPF_CORE_READ(folio, mapping, host, i_sb, s_dev);
+	e->ino = BPF_CORE_READ(folio, mapping, host, i_ino);
+	e->dirtier = bpf_get_current_cgroup_id();
+	e->path[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int foreign_dirty(struct folio *folio, __u32 dev)
 {
 	__u32 mode = BPF_CORE_READ(folio, mapping, host, i_mode);
@@ -398,12 +442,14 @@ static __always_inline int foreign_dirty(struct folio *folio, __u32 dev)
 SEC("tp_btf/track_foreign_dirty")
 int BPF_PROG(path_fdirty, struct folio *folio, struct bdi_writeback *wb)
 {
+	dying_evidence(folio, wb);
 	return foreign_dirty(folio, 0);
 }
 
 SEC("tp_btf/track_foreign_dirty")
 int BPF_PROG(path_fdirty_dev, struct folio *folio, struct bdi_writeback *wb, dev_t dev)
 {
+	dying_evidence(folio, wb);
 	return foreign_dirty(folio, dev);
 }
 
@@ -462,6 +508,8 @@ static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u
 	}
 	e->kind = kind;
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
+	e->dev = 0;
+	e->ino = e->dirtier = 0;
 	e->level = BPF_CORE_READ(cgrp, level);
 	e->root = BPF_CORE_READ(cgrp, root, hierarchy_id);
 	bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);

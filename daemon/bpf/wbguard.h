@@ -117,6 +117,7 @@ enum wbg_life_kind {
 	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
 	WBG_LIFE_RELEASE = 1, /* released: gone, every css of it freed */
 	WBG_LIFE_DIRTY = 2,   /* a watched pod dirtied a page (its expiry clock starts) */
+	WBG_LIFE_EVIDENCE = 3, /* a live cgroup dirtied an inode still on a watched dying wb */
 };
 
 /* Per-pod expiry: user space arms a pod's cgroup; its next dirtying fires
@@ -130,10 +131,18 @@ enum wbg_expiry_watch {
 /* A cgroup removed (tracepoint cgroup:cgroup_rmdir), for removals too quick
  * for inotify to tie to a cgroup id. */
 struct wbg_rmdir_event {
-	__u64 cgroup_id;
+	__u64 cgroup_id; /* EVIDENCE: the dying wb's cgroup */
 	__u32 level;
 	__u32 root;     /* hierarchy id: the default (v2) hierarchy is 0 */
 	__u32 kind;     /* enum wbg_life_kind */
-	__u32 pad;
+	__u32 dev;      /* EVIDENCE: the inode's superblock (kernel dev_t encoding) */
+	__u64 ino;      /* EVIDENCE: the inode */
+	__u64 dirtier;  /* EVIDENCE: the cgroup of the task that dirtied it */
 	char path[WBG_RMDIR_PATH_MAX];
 };
+
+/* Removed cgroups whose dying wbs wbguardd watches ([flush] mode =
+ * on-evidence): armed by user space at removal; the first foreign dirtying
+ * of an inode still on such a wb sends one WBG_LIFE_EVIDENCE event and
+ * disarms the entry (user space re-arms it if the wb stays dirty). */
+#define WBG_DYING_WATCH_MAX 8192
