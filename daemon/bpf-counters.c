@@ -679,10 +679,11 @@ bool wbg_bpf_dying_supported(const struct wbg_bpf *b)
 	       (wbg_bpf_attached(b, "path_fdirty") > 0 || wbg_bpf_attached(b, "path_fdirty_dev") > 0);
 }
 
-int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id)
+int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only)
 {
 	int fd = bpf_map__fd(b->skel->maps.dying_watch);
-	__u64 armed = WBG_EXPIRY_ARMED;
+	/* without the -ENOENT program, a dirtying is the only sign there is */
+	__u64 armed = stall_only && (b->groups & WBG_BPF_WBID) ? WBG_DYING_ARMED_STALL : WBG_DYING_ARMED;
 
 	if (!wbg_bpf_dying_supported(b))
 		return -EOPNOTSUPP;

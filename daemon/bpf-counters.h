@@ -101,7 +101,7 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
  * cgroup's evidence arrives; arm (again) and forget one. Arming a full map
  * gives -E2BIG. */
 bool wbg_bpf_dying_supported(const struct wbg_bpf *b);
-int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id);
+int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only);
 int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one

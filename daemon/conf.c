@@ -41,6 +41,11 @@ void config_init(struct wbg_config *c)
 		.max_inodes = 4096,
 		.flush_bdev = true,
 		.scratch_cycle = true,
+		.flush_mode = WBG_FLUSH_ON_EVIDENCE,
+		.fs_interval_usec = 1000000,
+		.watch_max = 4096,
+		.watch_max_age_usec = 300ULL * 1000000,
+		.reflush_usec = 1000000,
 		.mitigation = WBG_MITIGATION_AUTO,
 		.expiry_mech = WBG_EXPIRY_PER_POD,
 		.expiry_min_cs = 100,
@@ -365,6 +370,24 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 	}
 	if (IS("flush", "scratch_cycle"))
 		return *expect = "yes or no", parse_bool(v, &c->scratch_cycle);
+	if (IS("flush", "mode")) {
+		*expect = "eager or on-evidence";
+		if (strcmp(v, "eager") == 0)
+			c->flush_mode = WBG_FLUSH_EAGER;
+		else if (strcmp(v, "on-evidence") == 0)
+			c->flush_mode = WBG_FLUSH_ON_EVIDENCE;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (IS("flush", "fs_interval_sec"))
+		return *expect = "seconds, from 0 to 60", parse_seconds(v, 0, 60, &c->fs_interval_usec);
+	if (IS("flush", "watch_max"))
+		return *expect = "a number from 1 to 8192", parse_uint(v, 1, 8192, &c->watch_max);
+	if (IS("flush", "watch_max_age_sec"))
+		return *expect = "seconds, from 1 to 86400", parse_seconds(v, 1, 86400, &c->watch_max_age_usec);
+	if (IS("flush", "reflush_sec"))
+		return *expect = "seconds, from 0 to 600", parse_seconds(v, 0, 600, &c->reflush_usec);
 	if (IS("mitigation", "mode")) {
 		*expect = "auto, on or off";
 		r = parse_auto_on_off(v);

@@ -17,6 +17,10 @@
 
 enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF };
 enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
+/* eager: every removal with dirty data flushes it before rmdir.
+ * on-evidence: a removal is only watched (dying.h); its data is flushed
+ * when a live cgroup dirties one of its inodes, or never. */
+enum wbg_flush_mode { WBG_FLUSH_ON_EVIDENCE, WBG_FLUSH_EAGER };
 
 struct wbg_fs_passes {
 	char fstype[16];
@@ -51,6 +55,11 @@ struct wbg_config {
 	bool flush_bdev;
 	char flush_exclude[512]; /* fstype globs never flushed (network, FUSE), separated by spaces */
 	bool scratch_cycle;
+	enum wbg_flush_mode flush_mode;
+	uint64_t fs_interval_usec;  /* the budget: at least this between two flushes of one filesystem */
+	unsigned watch_max;         /* on-evidence: dying cgroups watched at once */
+	uint64_t watch_max_age_usec; /* on-evidence: flushed if not drained by then */
+	uint64_t reflush_usec;      /* on-evidence: between two flushes of one dying cgroup */
 	/* [mitigation] */
 	enum wbg_mitigation mitigation;
 	/* [expiry] */

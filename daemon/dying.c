@@ -38,12 +38,13 @@ size_t dying_count(const struct dying_watch *w)
 }
 
 /* Removes entry i (order is not kept) and reports its end. */
-static void end(struct dying_watch *w, size_t i, enum dying_end how)
+static void end(struct dying_watch *w, size_t i, enum dying_end how, int verify)
 {
 	struct dying_entry *e = w->v[i];
 
 	w->v[i] = w->v[--w->n];
 	e->res.end = how;
+	e->res.verify = verify;
 	w->stats.ended[how]++;
 	w->ops->disarm(w->userdata, e->cgroup_id);
 	w->ops->done(w->userdata, e->cookie, &e->res);
@@ -77,7 +78,7 @@ int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t 
 	w->stats.added++;
 	/* Without the arming, no evidence comes: the drain path and max_age
 	 * still cover it. */
-	(void)w->ops->arm(w->userdata, cgroup_id);
+	(void)w->ops->arm(w->userdata, cgroup_id, false);
 	return 0;
 }
 
@@ -145,7 +146,7 @@ void dying_release(struct dying_watch *w, uint64_t cgroup_id)
 	ssize_t i = find(w, cgroup_id);
 
 	if (i >= 0 && w->v[i]->state != DYING_FLUSHING)
-		end(w, (size_t)i, DYING_END_DROPPED);
+		end(w, (size_t)i, DYING_END_DROPPED, -1);
 }
 
 static bool sorted_has(const uint64_t *v, size_t n, uint64_t x)
@@ -203,20 +204,20 @@ uint64_t dying_tick(struct dying_watch *w, uint64_t now)
 			continue;
 		}
 		if (!known) {
-			end(w, i, e->res.flushes ? DYING_END_FLUSHED : DYING_END_UNVERIFIED);
+			end(w, i, e->res.flushes ? DYING_END_FLUSHED : DYING_END_UNVERIFIED, -1);
 			continue;
 		}
 		if (!sorted_has(dirty, n, e->cgroup_id)) {
-			end(w, i, e->res.flushes ? DYING_END_FLUSHED : DYING_END_DRAINED);
+			end(w, i, e->res.flushes ? DYING_END_FLUSHED : DYING_END_DRAINED, 1);
 			continue;
 		}
 		if (e->res.flushes && now - e->t_added >= w->params.max_age_usec) {
-			end(w, i, DYING_END_DIRTY);
+			end(w, i, DYING_END_DIRTY, 0);
 			continue;
 		}
 		/* dirtied again (a writer still on the dying wb): watched again */
 		e->state = DYING_WATCHING;
-		(void)w->ops->arm(w->userdata, e->cgroup_id);
+		(void)w->ops->arm(w->userdata, e->cgroup_id, true);
 		i++;
 	}
 	for (size_t i = 0; i < w->n; i++) {
@@ -253,7 +254,7 @@ uint64_t dying_tick(struct dying_watch *w, uint64_t now)
 void dying_done(struct dying_watch *w)
 {
 	while (w->n)
-		end(w, w->n - 1, DYING_END_DROPPED);
+		end(w, w->n - 1, DYING_END_DROPPED, -1);
 	free(w->v);
 	w->v = NULL;
 	w->cap = 0;

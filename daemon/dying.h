@@ -51,11 +51,14 @@ struct dying_result {
 	bool expired;       /* a flush was started because max_age passed */
 	uint64_t t_evidence; /* the first evidence (CLOCK_MONOTONIC usec; 0 none) */
 	uint64_t t_cleanup;
+	int verify; /* after the cleanup, by wb_stats: 1 clean, 0 still dirty, -1 not known */
 };
 
 struct dying_ops {
-	/* BPF: send one evidence event at the next foreign dirtying. */
-	int (*arm)(void *userdata, uint64_t cgroup_id);
+	/* BPF: send one evidence event at the next foreign dirtying or
+	 * -ENOENT foreign flush; stall_only (after a flush): at the next
+	 * -ENOENT only, since a writer that stayed on the wb is no news. */
+	int (*arm)(void *userdata, uint64_t cgroup_id, bool stall_only);
 	void (*disarm)(void *userdata, uint64_t cgroup_id);
 	/* Start writing the cgroup's data; dying_flush_done() follows (maybe
 	 * from inside this call). A negative return: not started. */

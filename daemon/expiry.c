@@ -391,7 +391,7 @@ void expiry_handover_ended(struct manager *m, const struct wbg_handover *h)
 	if (!m->cfg.boost_cs || !m->sysctl_ok || m->dying_wb == WBG_VERDICT_ACTIVE ||
 	    h->outcome == WBG_OUTCOME_INTERRUPTED || h->not_own)
 		return;
-	clean = (h->outcome == WBG_OUTCOME_FLUSHED || h->outcome == WBG_OUTCOME_CLEAN ||
+	clean = (h->outcome == WBG_OUTCOME_FLUSHED || h->outcome == WBG_OUTCOME_CLEAN || h->outcome == WBG_OUTCOME_DRAINED ||
 		 h->outcome == WBG_OUTCOME_CHILDREN || (h->outcome == WBG_OUTCOME_DISABLED && m->cfg.flush)) &&
 		h->verify != 0;
 	if (clean)

@@ -20,6 +20,7 @@ struct slot {
 	enum flush_kind kind;
 	struct flush_job *running, *waiting;
 	bool waiting_queued; /* the waiting job is on the run queue */
+	uint64_t last_start; /* the budget: the next may start interval after */
 };
 
 struct flush_pool {
@@ -31,6 +32,7 @@ struct flush_pool {
 	unsigned alive;     /* threads not exited (a stuck one counts until it returns) */
 	unsigned stuck;     /* of those, inside a job past its timeout */
 	uint64_t stuck_total, refused_busy, inodes_capped;
+	uint64_t interval, budget_waits, budget_wait_usec, jobs_started;
 	void (*run)(struct flush_job *j, void *userdata);
 	void *run_userdata;
 	struct flush_job *run_head, *run_tail;
@@ -201,6 +203,35 @@ static void enqueue_run(struct flush_pool *p, struct flush_job *j)
 	pthread_cond_signal(&p->cond);
 }
 
+/* With p->lock held: takes the first job on the run queue whose target's
+ * interval (the budget) is over. Else NULL, and *ret_due is when the first
+ * held one may start (0: none is queued). */
+static struct flush_job *take_ready(struct flush_pool *p, uint64_t now, uint64_t *ret_due)
+{
+	uint64_t due = 0;
+
+	for (struct flush_job **pp = &p->run_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+		struct flush_job *j = *pp;
+		struct slot *s = slot_for(p, j->dev, j->kind, false);
+		uint64_t ready = s && s->last_start && p->interval ? s->last_start + p->interval : 0;
+
+		if (ready > now) {
+			if (!j->held_usec)
+				j->held_usec = now;
+			if (!due || ready < due)
+				due = ready;
+			continue;
+		}
+		*pp = j->next;
+		if (p->run_tail == j)
+			p->run_tail = prev;
+		j->next = NULL;
+		return j;
+	}
+	*ret_due = due;
+	return NULL;
+}
+
 static void *worker(void *userdata)
 {
 	struct flush_pool *p = userdata;
@@ -210,20 +241,33 @@ static void *worker(void *userdata)
 		struct flush_job *j;
 		struct slot *s;
 
-		while (!p->stop && !p->run_head)
-			pthread_cond_wait(&p->cond, &p->lock);
+		for (j = NULL; !p->stop && !j;) {
+			uint64_t due = 0;
+
+			j = take_ready(p, now_usec(), &due);
+			if (j)
+				break;
+			if (due) {
+				struct timespec ts = { .tv_sec = due / 1000000, .tv_nsec = due % 1000000 * 1000 };
+
+				pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+			} else
+				pthread_cond_wait(&p->cond, &p->lock);
+		}
 		if (p->stop)
 			break;
-		j = p->run_head;
-		p->run_head = j->next;
-		if (!p->run_head)
-			p->run_tail = NULL;
 		s = slot_for(p, j->dev, j->kind, false);
 		if (s) {
 			s->waiting = NULL;
 			s->waiting_queued = false;
 			s->running = j;
+			s->last_start = now_usec();
 		}
+		if (j->held_usec) {
+			p->budget_wait_usec += now_usec() - j->held_usec;
+			p->budget_waits++;
+		}
+		p->jobs_started++;
 		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 
@@ -305,11 +349,25 @@ void flush_pool_set_runner(struct flush_pool *p, void (*run)(struct flush_job *j
 	pthread_mutex_unlock(&p->lock);
 }
 
+void flush_pool_set_interval(struct flush_pool *p, uint64_t usec)
+{
+	pthread_mutex_lock(&p->lock);
+	p->interval = usec;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)
 {
 	pthread_mutex_lock(&p->lock);
-	*ret = (struct flush_pool_stats){ .busy = p->busy, .stuck = p->stuck, .stuck_total = p->stuck_total,
-					  .refused_busy = p->refused_busy, .inodes_capped = p->inodes_capped };
+	*ret = (struct flush_pool_stats){ .busy = p->busy,
+					  .stuck = p->stuck,
+					  .stuck_total = p->stuck_total,
+					  .refused_busy = p->refused_busy,
+					  .inodes_capped = p->inodes_capped,
+					  .budget_waits = p->budget_waits,
+					  .budget_wait_usec = p->budget_wait_usec,
+					  .jobs_started = p->jobs_started };
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -320,8 +378,14 @@ int flush_pool_new(unsigned threads, const char *sysfs_dev_block, struct flush_p
 
 	if (!p)
 		return -ENOMEM;
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
+	/* timed waits (the budget) on the monotonic clock now_usec() reads */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	p->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->sysfs_dev_block = strdup(sysfs_dev_block);
 	p->threads = calloc(threads, sizeof(pthread_t));

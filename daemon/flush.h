@@ -60,12 +60,14 @@ struct flush_job {
 	struct wbg_flush_stats stats;
 	uint64_t device_bytes;   /* written to the device while the job ran */
 	bool stuck;              /* still running past the timeout: its worker was replaced */
+	uint64_t held_usec;      /* when the budget first held it back (0: never) */
 };
 
 /* Pool counters, read on the event loop. */
 struct flush_pool_stats {
 	unsigned busy, stuck;
 	uint64_t stuck_total, refused_busy, inodes_capped;
+	uint64_t budget_waits, budget_wait_usec, jobs_started;
 };
 
 struct flush_pool;
@@ -76,6 +78,10 @@ void flush_pool_set_runner(struct flush_pool *p, void (*run)(struct flush_job *j
 /* Marks jobs running for longer than timeout_usec stuck and starts a thread
  * for each (within FLUSH_STUCK_MAX). Returns how many it marked. */
 unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec);
+/* The budget: a job for a target starts at least usec after the previous
+ * one for it started (0: at once); requests meanwhile merge into the
+ * waiting job. Jobs held back are counted (budget_waits, and for how long). */
+void flush_pool_set_interval(struct flush_pool *p, uint64_t usec);
 void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret);
 void flush_pool_free(struct flush_pool *p);
 /* Readable when jobs have finished. */

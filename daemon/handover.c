@@ -24,7 +24,7 @@ static const char *const outcomes[] = {
 	[WBG_OUTCOME_CLEAN] = "clean",		 [WBG_OUTCOME_NO_TARGETS] = "no-targets",
 	[WBG_OUTCOME_FAILED] = "failed",	 [WBG_OUTCOME_TIMEOUT] = "timeout",
 	[WBG_OUTCOME_DISABLED] = "disabled",	 [WBG_OUTCOME_CHILDREN] = "children",
-	[WBG_OUTCOME_INTERRUPTED] = "interrupted",
+	[WBG_OUTCOME_INTERRUPTED] = "interrupted", [WBG_OUTCOME_DRAINED] = "drained",
 };
 
 const char *wbg_trigger_to_string(enum wbg_trigger t)
@@ -421,6 +421,12 @@ struct json_object *handover_to_json(const struct wbg_handover *h)
 	add_usec(o, "flushed_s", h->t_flushed, h->t_trigger);
 	add_usec(o, "removed_s", h->t_removed, h->t_trigger);
 	add_usec(o, "cleanup_s", h->t_cleanup, h->t_trigger);
+	if (h->watched) {
+		/* on-evidence: how the wait for its dying wb went */
+		json_object_object_add(o, "evidence", json_object_new_int(h->evidence));
+		json_object_object_add(o, "evidence_flushes", json_object_new_int(h->flushes));
+		add_usec(o, "evidence_s", h->t_evidence, h->t_trigger);
+	}
 	json_object_object_add(o, "flushed_before_rmdir",
 			       json_object_new_boolean(h->t_flushed && (!h->t_removed || h->t_flushed <= h->t_removed)));
 	json_object_object_add(o, "cleanup_rerun", json_object_new_boolean(h->cleanup_done));

@@ -45,6 +45,7 @@ enum wbg_outcome {
 	WBG_OUTCOME_DISABLED,    /* mitigation off (kernel has the fallback, or configured) */
 	WBG_OUTCOME_CHILDREN,    /* a parent: its children's handovers cover it */
 	WBG_OUTCOME_INTERRUPTED, /* wbguardd stopped during its flush: the next start redoes it */
+	WBG_OUTCOME_DRAINED,     /* on-evidence: its dying wb drained by itself, no flush needed */
 	_WBG_OUTCOME_MAX,
 };
 
@@ -94,6 +95,11 @@ struct wbg_handover {
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
+	bool deferred;               /* on-evidence: dirty, waiting for its removal to be watched */
+	bool watched;                /* on-evidence: in the manager's dying-wb table (dying.h) */
+	unsigned evidence;           /* on-evidence: foreign dirtyings of its inodes seen (events) */
+	unsigned flushes;            /* on-evidence: flushes started for it */
+	uint64_t t_evidence;         /* the first of them */
 	struct {
 		unsigned major, minor;
 		char fstype[32];

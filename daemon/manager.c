@@ -26,6 +26,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "manager-dying.h"
 #include "metrics-http.h"
 #include "oci.h"
 #include "pending.h"
@@ -179,7 +180,7 @@ static void log_handover(struct manager *m, const struct wbg_handover *h, const 
 }
 
 /* The end of a handover: counted, recorded, logged, freed. */
-static void retire(struct manager *m, struct wbg_handover *h)
+void manager_retire(struct manager *m, struct wbg_handover *h)
 {
 	struct wbg_cgroup *c = registry_find_id(&m->reg, h->cgroup_id);
 	struct json_object *o;
@@ -263,7 +264,7 @@ static int on_verify(sd_event_source *s, uint64_t usec, void *userdata)
 				log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
 			}
 		}
-		retire(m, h);
+		manager_retire(m, h);
 	}
 	if (m->verify_head)
 		arm_once(m->verify_source, m->verify_head->verify_due);
@@ -313,7 +314,7 @@ static int on_cleanup(sd_event_source *s, uint64_t usec, void *userdata)
 static void cleanup_and_verify(struct manager *m, struct wbg_handover *h)
 {
 	if (!m->cleanup_source || !m->verify_source) {
-		retire(m, h);
+		manager_retire(m, h);
 		return;
 	}
 	queue_append(&m->cleanup_head, &m->cleanup_tail, h);
@@ -324,13 +325,15 @@ static void cleanup_and_verify(struct manager *m, struct wbg_handover *h)
 static void flush_finished(struct manager *m, struct wbg_handover *h)
 {
 	h->t_flushed = now_usec(m);
+	if (manager_dying_flushed(m, h))
+		return; /* on-evidence: the watch cleans up and checks */
 	if (h->outcome == WBG_OUTCOME_PENDING)
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
 	reply_waiters(m, h);
 	if (h->t_removed)
 		cleanup_and_verify(m, h);
 	else if (h->trigger == WBG_TRIGGER_API)
-		retire(m, h); /* asked for while in use: its going-away is another handover */
+		manager_retire(m, h); /* asked for while in use: its going-away is another handover */
 	/* else: the cgroup still exists; its removal continues the handover. */
 }
 
@@ -357,7 +360,11 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
  * armed ends now (failed), rather than never. */
 static void arm_timeout(struct manager *m, struct wbg_handover *h)
 {
-	int r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+	int r;
+
+	/* on-evidence flushes one handover more than once */
+	h->timeout_source = sd_event_source_disable_unref(h->timeout_source);
+	r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
 					   m->cfg.timeout_usec, 0, on_timeout, h);
 
 	if (r >= 0)
@@ -532,7 +539,44 @@ static void end_early(struct manager *m, struct wbg_cgroup *c, struct wbg_handov
 	h->reason = reason;
 	c->handover = NULL;
 	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
-	retire(m, h);
+	manager_retire(m, h);
+}
+
+/* Plans and starts a handover's flush now: what BPF says the cgroup
+ * dirtied, else every filesystem. */
+int manager_flush_handover(struct manager *m, struct wbg_handover *h)
+{
+	struct wbg_plan plan = { 0 };
+	int r = handover_plan(h->cgroup_id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan);
+
+	if (r >= 0 && plan.n == 0) {
+		plan_free(&plan);
+		r = handover_plan_mounts(&m->cfg, &m->mounts, &plan);
+		plan.source = "mounts";
+	}
+	if (r >= 0 && plan.n > 0)
+		r = submit_plan(m, h, &plan);
+	plan_free(&plan);
+	if (r < 0) {
+		h->n_failed++;
+		return r;
+	}
+	if (h->n_pending)
+		arm_timeout(m, h);
+	return 0;
+}
+
+/* on-evidence, the cgroup gone: its dying wb is watched (dying.h); when the
+ * table is full, flushed now as eager mode would, and cleaned up after. */
+static void watch_or_flush(struct manager *m, struct wbg_handover *h)
+{
+	h->deferred = false;
+	if (manager_dying_watch(m, h) >= 0)
+		return;
+	if (manager_flush_handover(m, h) < 0)
+		log_error("Cannot flush %s", h->path);
+	if (h->n_pending == 0)
+		cleanup_and_verify(m, h);
 }
 
 /* Starts a handover, or moves an existing one on (populated 0, then the
@@ -545,6 +589,8 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	int r;
 
 	if (h) {
+		if (trigger == WBG_TRIGGER_POPULATED_0 && h->deferred)
+			return; /* on-evidence: nothing until the removal */
 		if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
 			/* The stop job's flush ran while the processes were still
 			 * writing: once more for what they wrote since. */
@@ -561,7 +607,9 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 			h->t_removed = now_usec(m);
 			c->handover = NULL; /* the cgroup entry goes away now */
-			if (h->n_pending > 0)
+			if (h->deferred)
+				watch_or_flush(m, h);
+			else if (h->n_pending > 0)
 				h->removed_before_flushed = true; /* cleanup follows the flush */
 			else
 				cleanup_and_verify(m, h);
@@ -660,6 +708,10 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 								   : "dirty, but no filesystem to flush was found")
 					   : "nothing dirtied was recorded";
 		h->not_own = plan.own_set_missing;
+	} else if (manager_dying_on_evidence(m) && trigger != WBG_TRIGGER_API) {
+		/* on-evidence: no data I/O now; its removal is watched */
+		h->plan_source = plan.source;
+		h->deferred = true;
 	} else {
 		r = submit_plan(m, h, &plan);
 		if (r < 0) {
@@ -668,12 +720,17 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 		}
 	}
 	plan_free(&plan);
+	if (h->deferred) {
+		if (h->t_removed)
+			watch_or_flush(m, h);
+		return;
+	}
 	if (h->n_pending == 0) {
 		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
 			cleanup_and_verify(m, h);
 		else {
 			c->handover = NULL;
-			retire(m, h);
+			manager_retire(m, h);
 		}
 		return;
 	}
@@ -849,6 +906,10 @@ static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 		on_release(m, e->cgroup_id);
 		return 0;
 	}
+	if (e->kind == WBG_LIFE_EVIDENCE) {
+		manager_dying_evidence(m, e);
+		return 0;
+	}
 	expiry_cgroup_gone(m, e->cgroup_id);
 	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
 	note_departed(m, e->cgroup_id, path);
@@ -860,7 +921,7 @@ static int on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 	tmp.in_scope = true;
 	cgroup_identity_parse(path, &tmp.ident);
 	handover_event(m, &tmp, WBG_TRIGGER_RMDIR_BPF);
-	if (dirtied_bpf(m))
+	if (dirtied_bpf(m) && !manager_dying_holds(m, tmp.id))
 		(void)wbg_bpf_forget_cgroup(m->bpf, tmp.id);
 	return 0;
 }
@@ -900,7 +961,9 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 
 		c->handover = NULL;
 		h->reason = "repopulated before removal";
-		retire(m, h);
+		if (h->deferred) /* on-evidence: nothing was flushed, and its wb never died */
+			h->outcome = WBG_OUTCOME_CLEAN;
+		manager_retire(m, h);
 	}
 }
 
@@ -911,7 +974,8 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	note_departed(m, c->id, c->path);
 	expiry_cgroup_gone(m, c->id);
 	handover_event(m, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
-	if (dirtied_bpf(m))
+	/* a watched one's set says what to flush on evidence: kept till then */
+	if (dirtied_bpf(m) && !manager_dying_holds(m, c->id))
 		(void)wbg_bpf_forget_cgroup(m->bpf, c->id);
 }
 
@@ -1097,7 +1161,7 @@ static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *pa
 	if (h->n_pending == 0) {
 		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
-		retire(m, h);
+		manager_retire(m, h);
 	} else
 		arm_timeout(m, h);
 	*ret_id = id;
@@ -1201,6 +1265,11 @@ int manager_reload(struct manager *m)
 	config_done(&m->cfg);
 	m->cfg = c;
 	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);
+	if (m->pool)
+		flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
+	m->dying.params.max = m->cfg.watch_max;
+	m->dying.params.max_age_usec = m->cfg.watch_max_age_usec;
+	m->dying.params.reflush_usec = m->cfg.reflush_usec;
 	log_info("Reloaded %s", m->config_path);
 	return 0;
 }
@@ -1459,6 +1528,7 @@ int manager_start(struct manager *m)
 	r = flush_pool_new(m->cfg.workers, "/sys/dev/block", &m->pool);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start flush workers");
+	flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
 	r = sd_event_add_io(m->event, &m->pool_source, flush_pool_fd(m->pool), EPOLLIN, on_pool, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the flush pool");
@@ -1544,6 +1614,9 @@ int manager_start(struct manager *m)
 		if (r < 0)
 			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
 	}
+	r = manager_dying_start(m);
+	if (r < 0)
+		return r;
 	(void)watch_systemd_start(m);
 	r = control_start(m);
 	if (r < 0)
@@ -1596,6 +1669,9 @@ struct manager *manager_free(struct manager *m)
 	m->cleanup_source = sd_event_source_disable_unref(m->cleanup_source);
 	m->verify_source = sd_event_source_disable_unref(m->verify_source);
 	m->cleanup_head = m->cleanup_tail = m->verify_head = m->verify_tail = NULL;
+	/* watched ones end interrupted (the next start's recovery flushes
+	 * what is still dirty) */
+	manager_dying_stop(m);
 	sd_event_source_disable_unref(m->mountinfo_source);
 	sd_event_source_disable_unref(m->uevent_source);
 	nl_socket_free(m->uevent_sock);
@@ -1616,7 +1692,7 @@ struct manager *manager_free(struct manager *m)
 					(*q)->reason = "daemon stopped during the flush";
 					(*q)->pending_saved = false; /* kept: the next start redoes it */
 				}
-				retire(m, *q);
+				manager_retire(m, *q);
 			}
 			free(v);
 		}

@@ -12,6 +12,7 @@
 #include "conf.h"
 #include "containers.h"
 #include "departed.h"
+#include "dying.h"
 #include "metrics.h"
 #include "handover.h"
 #include "mountinfo.h"
@@ -114,6 +115,10 @@ struct manager {
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
 	sd_event_source *cleanup_source, *verify_source;
 	uint64_t cleanup_seq;
+	/* [flush] mode = on-evidence: removed cgroups' dying wbs (manager-dying.c) */
+	struct dying_watch dying;
+	sd_event_source *dying_source;
+	bool dying_stopping;
 	uint64_t systemd_stop_jobs, systemd_units_removed, bus_disconnects;
 	uint64_t flushed_device_bytes;
 	struct wbg_hist reaction;       /* trigger -> first flush issued */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "manager-dying.h"
 #include "metrics-http.h"
 #include "textfile.h"
 
@@ -100,7 +101,14 @@ void metrics_write(struct manager *m, FILE *f)
 			       "Flush requests refused: the target's waiting job had too many waiters.", ps.refused_busy);
 		metric_counter(f, "wbguard_flush_inodes_capped_total",
 			       "Merged jobs whose inode list hit its bound and became a syncfs.", ps.inodes_capped);
+		metric_counter(f, "wbguard_flush_jobs_total", "Flush jobs started (one per filesystem or block device).",
+			       ps.jobs_started);
+		metric_counter(f, "wbguard_flush_budget_waits_total",
+			       "Flush jobs held back by the budget ([flush] fs_interval_sec).", ps.budget_waits);
+		metric_value(f, "wbguard_flush_budget_wait_seconds_total", "counter",
+			     "Time flush jobs spent held back by the budget.", (double)ps.budget_wait_usec / 1e6);
 	}
+	manager_dying_metrics(f, m);
 	gauge(f, "wbguard_mitigation_active", "1 when wbguardd flushes for removed cgroups.", m->mitigating);
 	gauge(f, "wbguard_system_bus_connected", "1 while wbguardd is subscribed to systemd.", m->bus ? 1 : 0);
 

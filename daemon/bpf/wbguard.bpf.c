@@ -50,6 +50,48 @@ static __always_inline void total_add(__u32 idx, __u64 v)
 		*c += v; /* this CPU's slot: no atomics needed */
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1024 * 1024);
+} rmdir_events SEC(".maps");
+
+/* Armed dying cgroups (WBG_DYING_WATCH_MAX), and how many: with none, the
+ * foreign-dirtying programs skip the lookup. */
+__u32 dying_watched = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WBG_DYING_WATCH_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} dying_watch SEC(".maps");
+
+/* One event per arming, for a watched dying cgroup armed as `armed`:
+ * sign 0 (a dirtying, with its inode) or 1 (-ENOENT, inode NULL). */
+static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct inode *inode)
+{
+	__u64 *st = bpf_map_lookup_elem(&dying_watch, &id);
+	struct wbg_rmdir_event *e;
+
+	if (!st || *st != armed || __sync_val_compare_and_swap(st, armed, WBG_DYING_FIRED) != armed)
+		return;
+	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	if (!e) {
+		*st = armed; /* the next one tries again */
+		total_add(WBG_T_LIFE_LOST, 1);
+		return;
+	}
+	e->kind = WBG_LIFE_EVIDENCE;
+	e->cgroup_id = id;
+	e->level = sign;
+	e->root = 0;
+	e->dev = inode ? BPF_CORE_READ(inode, i_sb, s_dev) : 0;
+	e->ino = inode ? BPF_CORE_READ(inode, i_ino) : 0;
+	e->dirtier = bpf_get_current_cgroup_id();
+	e->path[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 struct inflight {
 	__u64 cgroup_id;
 	__u32 target_state;
@@ -113,6 +155,11 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
 	total_add(WBG_T_WBID + result * 3 + state, 1);
+	/* the stall itself, for a watched dying cgroup: whichever way armed */
+	if (result == WBG_WBID_ENOENT && state == WBG_TARGET_DYING && dying_watched) {
+		dying_fire(cgroup_id, WBG_DYING_ARMED, 1, NULL);
+		dying_fire(cgroup_id, WBG_DYING_ARMED_STALL, 1, NULL);
+	}
 	c = lookup_or_init(&wbid_results, &cgroup_id, &zero);
 	/* one flat index, kept from being folded away so that the verifier
 	 * sees its bound */
@@ -207,10 +254,6 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		__sync_fetch_and_add(&c->count, 1);
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1024 * 1024);
-} rmdir_events SEC(".maps");
 
 /* How many pods have a per-pod expiry (set by user space): with none, the
  * per-folio program skips the lookup below. */
@@ -386,46 +429,16 @@ int BPF_PROG(path_fforeign_dev, struct bdi_writeback *wb, unsigned int bdi_id, u
 /* Whether the foreign folio is a block device's page cache tells seed 001's
  * case apart on any kernel; dev says whether the kernel took its own path
  * for it (a kernel with the code but not the path shows dev 0 here). */
-/* Armed dying cgroups (WBG_DYING_WATCH_MAX), and how many: with none, the
- * foreign-dirtying programs skip the lookup. */
-__u32 dying_watched = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, WBG_DYING_WATCH_MAX);
-	__type(key, __u64);
-	__type(value, __u64);
-} dying_watch SEC(".maps");
-
 /* The stall's first sign: a live cgroup dirtying a folio of an inode whose
- * wb is a watched dying cgroup's. One event per arming. */
+ * wb is a watched dying cgroup's. */
 static __always_inline void dying_evidence(struct folio *folio, struct bdi_writeback *wb)
 {
-	__u64 id, *st;
-	struct wbg_rmdir_event *e;
+	__u64 id;
 
 	if (!dying_watched)
 		return;
 	id = BPF_CORE_READ(wb, memcg_css, cgroup, kn, id);
-	st = bpf_map_lookup_elem(&dying_watch, &id);
-	if (!st || *st != WBG_EXPIRY_ARMED ||
-	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
-		return;
-	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
-	if (!e) {
-		*st = WBG_EXPIRY_ARMED; /* the next dirtying tries again */
-		total_add(WBG_T_LIFE_LOST, 1);
-		return;
-	}
-	e->kind = WBG_LIFE_EVIDENCE;
-	e->cgroup_id = id;
-	e->level = 0;
-	e->root = 0;
-	e->dev = BPF_CORE_READ(folio, mapping, host, i_sb, s_dev);
-	e->ino = BPF_CORE_READ(folio, mapping, host, i_ino);
-	e->dirtier = bpf_get_current_cgroup_id();
-	e->path[0] = 0;
-	bpf_ringbuf_submit(e, 0);
+	dying_fire(id, WBG_DYING_ARMED, 0, BPF_CORE_READ(folio, mapping, host));
 }
 
 static __always_inline int foreign_dirty(struct folio *folio, __u32 dev)

@@ -146,3 +146,12 @@ struct wbg_rmdir_event {
  * of an inode still on such a wb sends one WBG_LIFE_EVIDENCE event and
  * disarms the entry (user space re-arms it if the wb stays dirty). */
 #define WBG_DYING_WATCH_MAX 8192
+/* Its states: armed for either sign, armed for the stall itself only (a
+ * foreign flush to it that got -ENOENT: after a first flush, a writer
+ * still on the wb is no news until the kernel fails to flush for it),
+ * fired. The event's level says which sign: 0 dirtying, 1 -ENOENT. */
+enum wbg_dying_arm {
+	WBG_DYING_ARMED = 1,
+	WBG_DYING_FIRED = 2,
+	WBG_DYING_ARMED_STALL = 3,
+};

@@ -60,6 +60,33 @@ static unsigned collect(struct flush_pool *p, int ms, dev_t *last_dev)
 	return n;
 }
 
+/* The budget: one filesystem flushed at most once per interval, requests
+ * meanwhile merged; another filesystem is not held back by it. */
+static void budget(void)
+{
+	struct flush_pool *p;
+	struct flush_pool_stats st;
+	dev_t last = 0;
+
+	CHECK(flush_pool_new(2, "/sys/dev/block", &p) == 0, "pool for the budget");
+	flush_pool_set_runner(p, fake_run, NULL);
+	flush_pool_set_interval(p, 400 * 1000);
+	flush_pool_submit(p, job(5, "/e", 1));
+	CHECK(collect(p, 300, NULL) == 1, "the first flush of a filesystem starts at once");
+	flush_pool_submit(p, job(5, "/e", 2));
+	flush_pool_submit(p, job(5, "/e", 3));
+	flush_pool_submit(p, job(6, "/f", 4));
+	CHECK(collect(p, 100, &last) == 1 && last == 6, "within the interval: another filesystem flushes");
+	flush_pool_stats(p, &st);
+	CHECK(st.jobs_started == 2, "the same filesystem waits (2 started)");
+	CHECK(collect(p, 600, &last) == 1 && last == 5, "after the interval: the two requests as one flush");
+	flush_pool_stats(p, &st);
+	CHECK(st.budget_waits == 1 && st.budget_wait_usec > 100 * 1000 && st.jobs_started == 3,
+	      "the wait is counted (%llu, %llu us)", (unsigned long long)st.budget_waits,
+	      (unsigned long long)st.budget_wait_usec);
+	flush_pool_free(p);
+}
+
 static void stuck_and_bounds(void)
 {
 	struct flush_pool *p;
@@ -178,5 +205,6 @@ int main(void)
 	}
 	flush_pool_free(p);
 	stuck_and_bounds();
+	budget();
 	return tap_done();
 }
