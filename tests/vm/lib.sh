@@ -31,10 +31,27 @@ witness_stop() {
 # to $WBG_DAEMON_LOG (default /wbg-out/wbguardd.log), and waits until it
 # watches the tree. A benchmark logs to the guest's tmpfs: on the 9p share
 # each line is a round trip to the host.
+# WBG_FLUSH_MODE=eager (or on-evidence): that [flush] mode, appended to the
+# --config given (or as the only configuration); unset, the default.
 daemon_start() {
-	local b=$1 i log=${WBG_DAEMON_LOG:-/wbg-out/wbguardd.log}
+	local b=$1 i log=${WBG_DAEMON_LOG:-/wbg-out/wbguardd.log} a n conf="" next=""
 	shift
 	rm -f /run/wbguard/handovers.jsonl
+	if [ -n "${WBG_FLUSH_MODE:-}" ]; then
+		# the arguments but --config, rotated back into place (sh has no arrays)
+		n=$#
+		while [ $n -gt 0 ]; do
+			a=$1; shift; n=$((n - 1))
+			if [ -n "$next" ]; then conf=$a; next=""; continue; fi
+			case $a in
+			--config) next=1 ;;
+			--config=*) conf=${a#--config=} ;;
+			*) set -- "$@" "$a" ;;
+			esac
+		done
+		{ [ -n "$conf" ] && cat "$conf"; printf '\n[flush]\nmode = %s\n' "$WBG_FLUSH_MODE"; } >/tmp/wbg-mode.conf
+		set -- "$@" --config /tmp/wbg-mode.conf
+	fi
 	"$b/daemon/wbguardd" --log-level=info "$@" >"$log" 2>&1 &
 	DAEMON=$!
 	i=0

@@ -4,6 +4,8 @@
 # list, flush --wait, handovers, metrics, reload, each with --json; bad
 # cgroup names refused; non-root refused.
 . "$WBG_TOP/tests/vm/lib.sh"
+# The container's removal is recorded once flushed: [flush] mode = eager.
+export WBG_FLUSH_MODE=eager
 ctl=$WBG_BUILD/daemon/wbguardctl
 daemon_start "$WBG_BUILD"
 check "wbguardd starts" test $? = 0

@@ -5,6 +5,9 @@
 # wb_stats then shows no dirty dying wb. A second cgroup removed at once
 # (flush still running at rmdir) is handled the same way.
 . "$WBG_TOP/tests/vm/lib.sh"
+# The handover's eager lifecycle (flush before rmdir, cleanup, check): [flush]
+# mode = eager. evidence.sh runs the default, on-evidence.
+export WBG_FLUSH_MODE=eager
 printf '[metrics]\ntextfile = /run/wbguard/wbguard.prom\n' >/tmp/textfile.conf
 daemon_start "$WBG_BUILD" --config /tmp/textfile.conf
 check "wbguardd starts and watches the tree" test $? = 0

@@ -6,6 +6,9 @@
 # restart leaves no sysctl changed, no scratch cycle behind and no flush
 # forgotten.
 . "$WBG_TOP/tests/vm/lib.sh"
+# Faults of the flush itself: [flush] mode = eager, so that every removal
+# flushes at once (evidence.sh covers on-evidence).
+export WBG_FLUSH_MODE=eager
 B=$WBG_BUILD
 sysctl=/proc/sys/vm/dirty_expire_centisecs
 admin=$(cat $sysctl)

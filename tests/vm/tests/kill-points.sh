@@ -18,10 +18,15 @@ sysctl=/proc/sys/vm/dirty_expire_centisecs
 admin=$(cat $sysctl)
 wb_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+# Kills along the eager lifecycle (a flush before rmdir): [flush] mode =
+# eager. (On-evidence, a dying wb stays dirty by design until the kernel or
+# a replacement's evidence acts; evidence.sh covers that.)
 cat >/tmp/kp.conf <<EOC
 [policy "wbgtest/g"]
 dirty_expire = 2s
 mechanism = global
+[flush]
+mode = eager
 EOC
 mkdir -p /sys/fs/cgroup/wbgtest
 echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control

@@ -7,6 +7,9 @@
 # (bash: the names are an array)
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0"
 . "$WBG_TOP/tests/vm/lib.sh"
+# Every removal here is flushed at once, to check its record under its
+# exact name: [flush] mode = eager.
+export WBG_FLUSH_MODE=eager
 B=$WBG_BUILD
 cg=/sys/fs/cgroup/wbgtest
 mkdir -p $cg && echo +memory >$cg/cgroup.subtree_control

@@ -8,6 +8,9 @@
 # a clear error at createRuntime, never a failure at poststop, nothing
 # flushed that the container does not name.
 . "$WBG_TOP/tests/vm/lib.sh"
+# The hook's handovers flush at once: [flush] mode = eager (evidence.sh
+# covers the default, on-evidence).
+export WBG_FLUSH_MODE=eager
 . "$WBG_TOP/tests/vm/oci.sh"
 hook=$WBG_BUILD/hooks/wbguard-oci-hook
 ctl=$WBG_BUILD/daemon/wbguardctl

@@ -65,8 +65,9 @@ check "handovers recorded as disabled, not lost" \
 	test "$(metric 'wbguard_handovers_total{trigger="populated-0",outcome="disabled"}')" -gt 0
 daemon_stop
 
-# wbguardd mitigating (mode auto: on, the fallback is missing): no -ENOENT.
-printf '[metrics]\nseries_retention_sec = 15\n' >/tmp/ret.conf
+# wbguardd mitigating (mode auto: on, the fallback is missing), eager: a
+# flush before rmdir, so no -ENOENT at all.
+printf '[metrics]\nseries_retention_sec = 15\n[flush]\nmode = eager\n' >/tmp/ret.conf
 daemon_start "$WBG_BUILD" --config /tmp/ret.conf
 check "wbguardd starts (mitigation auto)" test $? = 0
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
@@ -97,6 +98,31 @@ while grep -q 'id="/wbstall/old"' /wbg-out/metrics.txt && [ $i -lt 80 ]; do
 	i=$((i + 1))
 done
 check "released cgroup's series dropped after their retention ($((i / 2)) s more)" test -z "$(grep 'id="/wbstall/old"' /wbg-out/metrics.txt)"
+daemon_stop
+
+# The default, on-evidence: nothing is flushed at the removal; the
+# replacement's first append to the old cgroup's files is the evidence,
+# their data is flushed then and the cleanup re-run. (How long the
+# replacement waited, against eager and the control, is the benchmark's:
+# tests/bench/bench stock:removed:evidence.)
+daemon_start "$WBG_BUILD"
+check "wbguardd starts (on-evidence)" grep -q 'Flush mode: on-evidence' /wbg-out/wbguardd.log
+$S --dir /mnt/ext4 --mode removed --json /wbg-out/evidence.json >/dev/null
+check "wbstall on ext4, removed, with wbguardd on-evidence" test $? = 0
+i=0
+while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+h=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+echo "# $(echo "$h" | jq -c '{outcome, evidence, evidence_flushes, evidence_s, removed_s, first_flush_s, cleanup_rerun, dying_wb_clean, device_bytes}')"
+echo "# replacement's worst lag $(jqv /wbg-out/evidence.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/evidence.json '.cgroup_writeback_by_id.old_target.enoent // 0')"
+check "on-evidence: the old cgroup's handover was flushed on evidence" \
+	test "$(echo "$h" | jq -r '"\(.outcome) \(.evidence > 0)"')" = "flushed true"
+check "on-evidence: its first flush came after the removal, at the evidence" \
+	test "$(echo "$h" | jq -r '(.first_flush_s // 0) >= (.evidence_s // 99) and .evidence_s >= .removed_s')" = true
+check "on-evidence: the cleanup re-ran and the dying wb ended clean" \
+	test "$(echo "$h" | jq -r '"\(.cleanup_rerun) \(.dying_wb_clean)"')" = "true true"
+scrape_metrics
+check "on-evidence: the evidence counted" test "$(metric wbguard_dying_evidence_total)" -ge 1
+check "on-evidence: the mode in effect exported" test "$(metric 'wbguard_flush_mode{mode="on-evidence"}')" = 1
 daemon_stop
 
 # The active probe: the same verdict, quickly, and nothing left behind, even

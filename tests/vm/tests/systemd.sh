@@ -16,9 +16,11 @@ check "scope cgroup vanished" grep -qx 'DELETE,ISDIR wbg-probe.scope' /tmp/ev.tx
 check "scope cgroup is gone now" test ! -e /sys/fs/cgroup/system.slice/wbg-probe.scope
 
 # wbguardd as a delegated service: a unit with MemoryMax= that dirties files
-# is stopped; the stop job starts the flush before its cgroup is removed.
+# is stopped; in eager mode the stop job starts the flush before its cgroup
+# is removed.
+printf '[flush]\nmode = eager\n' >/tmp/eager.conf
 systemd-run --quiet --unit=wbguard-test -p Delegate=yes -p Type=notify \
-	"$WBG_BUILD/daemon/wbguardd" --log-level=debug
+	"$WBG_BUILD/daemon/wbguardd" --log-level=debug --config /tmp/eager.conf
 check "wbguardd runs as a Type=notify service" systemctl is-active --quiet wbguard-test
 check "wbguardd's scratch cgroup is inside its delegated subtree" \
 	test -d /sys/fs/cgroup/system.slice/wbguard-test.service/scratch
@@ -56,3 +58,42 @@ check "dirtier: flush started before its cgroup was removed" \
 	test "$(echo "$h" | jq -r '(.first_flush_s // 99) < (.removed_s // 0)')" = true
 check "dirtier: identity is the systemd unit" test "$(echo "$h" | jq -r .unit)" = dirtier.service
 check "scratch cgroup removed with the service" test ! -e /sys/fs/cgroup/system.slice/wbguard-test.service
+
+# The same stop in the default mode, on-evidence: the stop job starts the
+# handover, nothing is written at the stop, and when a replacement unit
+# appends to the files the stopped one left dirty, their data is flushed
+# at once and the dying wb cleaned up.
+rm -f /run/wbguard/handovers.jsonl
+systemd-run --quiet --unit=wbguard-ev -p Delegate=yes -p Type=notify "$WBG_BUILD/daemon/wbguardd" --log-level=debug
+check "on-evidence: wbguardd runs" systemctl is-active --quiet wbguard-ev
+check "on-evidence: the mode in effect is logged" sh -c "journalctl -u wbguard-ev | grep -q 'Flush mode: on-evidence'"
+systemd-run --quiet --unit=dirtier2 -p MemoryMax=256M sh -c \
+	'trap "sleep 0.5; exit 0" TERM; for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=4 status=none; done; sleep 600 & wait'
+sleep 3
+w0=$(awk '{print $7}' /sys/block/vda/stat)
+systemctl stop dirtier2
+sleep 1
+w1=$(awk '{print $7}' /sys/block/vda/stat)
+check "on-evidence: dirtier2's cgroup is gone" test ! -e /sys/fs/cgroup/system.slice/dirtier2.service
+check "on-evidence: its handover is open (watched), not recorded yet" \
+	sh -c "! grep -q '\"cgroup\":\"system.slice/dirtier2.service\"' /run/wbguard/handovers.jsonl 2>/dev/null"
+echo "# device sectors written during the stop: $((w1 - w0))"
+systemd-run --quiet --unit=replacement -p MemoryMax=256M sh -c \
+	'for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=1 oflag=append conv=notrunc status=none; done'
+i=0
+# (its end waits for the dying wb to be clean: the replacement's own last
+# pages on it, if any, drain within an expiry)
+while ! grep -q '"cgroup":"system.slice/dirtier2.service"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+echo "# recorded $((i / 10)) s after the replacement"
+h=$(grep '"cgroup":"system.slice/dirtier2.service"' /run/wbguard/handovers.jsonl | head -1)
+echo "# $h"
+journalctl -u wbguard-ev --no-pager | grep -E 'Evidence|dirtier2' | head -5 | sed 's/^/# log: /'
+check "on-evidence: handover triggered by the stop job" test "$(echo "$h" | jq -r .trigger)" = job
+check "on-evidence: flushed once the replacement dirtied its files" \
+	test "$(echo "$h" | jq -r '"\(.outcome) \(.evidence > 0) \(.evidence_flushes > 0)"')" = "flushed true true"
+check "on-evidence: nothing flushed before the removal" \
+	test "$(echo "$h" | jq -r '(.first_flush_s // 0) > (.removed_s // 99)')" = true
+check "on-evidence: cleanup re-run, the dying wb clean" \
+	test "$(echo "$h" | jq -r '"\(.cleanup_rerun) \(.dying_wb_clean)"')" = "true true"
+systemctl stop wbguard-ev
+check "on-evidence: wbguardd stopped cleanly" sh -c "! systemctl is-failed --quiet wbguard-ev"

@@ -13,6 +13,9 @@
 # 6. the metrics endpoint: /livez, /readyz, and a per-address connection
 #    limit that keeps one client from shutting out the scraper.
 . "$WBG_TOP/tests/vm/lib.sh"
+# What a tenant can make a flush do: [flush] mode = eager, so that every
+# removal flushes (evidence.sh covers on-evidence).
+export WBG_FLUSH_MODE=eager
 . "$WBG_TOP/tests/vm/oci.sh"
 sysctl=/proc/sys/vm/dirty_expire_centisecs
 admin=$(cat $sysctl)

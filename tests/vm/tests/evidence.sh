@@ -1,0 +1,116 @@
+# vm: --kernel stock --disks ext4
+# [flush] mode = on-evidence, the default, against the real kernel: a
+# removal costs no data I/O; a dying wb that nobody touches drains by itself
+# and gets the cleanup cycle; a cgroup that is in use again before removal
+# ends clean; the table's bound falls back to an eager flush, counted; a
+# wbguardd killed while it watches leaves nothing dirty behind after the
+# restart; without BPF the mode in effect is eager, and says so.
+# (The stall itself under on-evidence: stall-stock, systemd; its cost and
+# the replacement's lag: tests/bench.)
+. "$WBG_TOP/tests/vm/lib.sh"
+B=$WBG_BUILD
+cg=/sys/fs/cgroup/wbgtest
+mkdir -p $cg && echo +memory >$cg/cgroup.subtree_control
+# dirty NAME MiB: a cgroup NAME writes MiB to its own file and exits.
+dirty() {
+	mkdir $cg/$1
+	sh -c "echo \$\$ >$cg/$1/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/$1 bs=1M count=$2 status=none"
+}
+record() { grep "\"cgroup\":\"wbgtest/$1\"" /run/wbguard/handovers.jsonl 2>/dev/null | tail -1; }
+# wait_record NAME SECONDS
+wait_record() {
+	local i=0
+	while [ -z "$(record $1)" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+	echo "# $1 recorded after $((i / 10)) s: $(record $1 | jq -c '{outcome, reason, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean, targets}')"
+}
+# dirty_io ID: whether wb_stats shows a wb of cgroup ID with dirty IO.
+dirty_io() {
+	cat /sys/kernel/debug/bdi/*/wb_stats 2>/dev/null | awk -v id="$1" '
+		$1 == "WbCgIno:" { cur = $2 }
+		($1 == "b_dirty:" || $1 == "b_io:" || $1 == "b_more_io:") && cur == id && $2 > 0 { d = 1 }
+		END { exit !d }'
+}
+
+daemon_start "$B"
+check "wbguardd starts" test $? = 0
+check "the default mode is on-evidence" grep -q 'Flush mode: on-evidence' /wbg-out/wbguardd.log
+
+# 1. Private files nobody touches again: no flush; drained by the kernel
+# (within about one expiry), then the cleanup cycle, then checked.
+dirty quiet 8
+id=$(stat -c %i $cg/quiet)
+rmdir $cg/quiet
+sleep 1
+scrape_metrics
+check "quiet: no flush job at the removal" test "$(metric wbguard_flush_jobs_total)" = 0
+check "quiet: one cgroup watched" test "$(metric wbguard_dying_watched)" = 1
+wait_record quiet 90
+check "quiet: drained, the cleanup re-run, its dying wb clean" \
+	test "$(record quiet | jq -r '"\(.outcome) \(.cleanup_rerun) \(.dying_wb_clean) \(.evidence_flushes)"')" = "drained true true 0"
+check "quiet: wb_stats agrees (no dirty IO for cgroup $id)" sh -c "! dirty_io $id"
+scrape_metrics
+check "quiet: still no flush job" test "$(metric wbguard_flush_jobs_total)" = 0
+check "quiet: counted as drained" test "$(metric 'wbguard_dying_ended_total{end="drained"}')" = 1
+
+# 2. In use again before removal: its wb never died; no flush, clean.
+dirty again 4
+sh -c "echo \$\$ >$cg/again/cgroup.procs; sleep 1"
+wait_record again 10
+check "again: repopulated before removal ends clean, nothing flushed" \
+	test "$(record again | jq -r '"\(.outcome) \(.targets)"')" = "clean 0"
+rmdir $cg/again
+daemon_stop
+
+# 3. The table's bound: with watch_max = 2, the third removal is flushed at
+# once, as eager mode would, and counted.
+printf '[flush]\nwatch_max = 2\n' >/tmp/max.conf
+daemon_start "$B" --config /tmp/max.conf
+for n in m1 m2 m3; do dirty $n 4; done
+for n in m1 m2 m3; do rmdir $cg/$n; done
+wait_record m3 20
+check "watch_max: the third removal flushed at once" \
+	test "$(record m3 | jq -r '"\(.outcome) \(.targets > 0) \(.cleanup_rerun)"')" = "flushed true true"
+scrape_metrics
+check "watch_max: counted" test "$(metric wbguard_dying_watch_full_total)" = 1
+check "watch_max: logged" grep -q 'dying cgroups watched (\[flush\] watch_max)' /wbg-out/wbguardd.log
+daemon_stop
+
+# 4. SIGKILL while a dying wb is watched: nothing of it stays dirty. The
+# restart finds it in wb_stats and flushes it (recovered). With
+# vm.dirty_writeback_centisecs = 0 the kernel's flusher leaves it dirty
+# (it drained "quiet" within seconds) until then.
+wb_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+daemon_start "$B"
+dirty k1 8
+id=$(stat -c %i $cg/k1)
+rmdir $cg/k1
+sleep 1
+scrape_metrics
+check "k1: watched" test "$(metric wbguard_dying_watched)" = 1
+check "k1: still dirty at the kill" dirty_io $id
+kill -KILL $DAEMON
+wait $DAEMON 2>/dev/null
+check "k1: not recorded before the kill (still watched then)" test -z "$(record k1)"
+daemon_start "$B"
+check "restart after SIGKILL" test $? = 0
+i=0; while dirty_io $id && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+echo "# recovered after the kill: $(grep '"trigger":"recovered"' /run/wbguard/handovers.jsonl | jq -c '{cgroup, outcome, targets}' | tr '\n' ' ')"
+check "the restart flushed the watched dying wb (recovered, flushed)" \
+	test "$(jq -r --argjson id $id 'select(.cgroup_id == $id) | "\(.trigger) \(.outcome)"' /run/wbguard/handovers.jsonl)" = "recovered flushed"
+check "no dirty IO left on k1's dying wb" sh -c "! dirty_io $id"
+echo $wb_centisecs >/proc/sys/vm/dirty_writeback_centisecs
+daemon_stop
+
+# 5. Without BPF, on-evidence cannot see the evidence: eager is in effect.
+daemon_start "$B" --no-bpf
+check "no BPF: eager in effect, and the log says why" grep -q 'Flush mode: eager; on-evidence needs' /wbg-out/wbguardd.log
+scrape_metrics
+check "no BPF: the metric says eager" test "$(metric 'wbguard_flush_mode{mode="eager"}')" = 1
+dirty nobpf 4
+rmdir $cg/nobpf
+wait_record nobpf 20
+check "no BPF: a removal is flushed at once" test "$(record nobpf | jq -r .outcome)" = flushed
+daemon_stop
+check "no dying-wb timer or scratch cgroup left" test -z "$(find $cg -name 'wbguard.scratch*' 2>/dev/null)"
