@@ -25,9 +25,15 @@ mkdir -p /etc/wbguard
 caps=$(python3 -c "import yaml; d=[x for x in yaml.safe_load_all(open('$manifest')) if x and x['kind']=='DaemonSet'][0]; print(' '.join([c for c in d['spec']['template']['spec']['containers'] if c['name'] == 'wbguardd'][0]['securityContext']['capabilities']['add']))")
 echo "# manifest capabilities: $caps"
 # A test-only policy: pods named g* hold the sysctl (global mechanism).
+# [flush] mode = eager: the scenario checks the flush path from a pod
+# (capabilities, mount namespaces, the device cgroup) at each removal;
+# on-evidence reaches the same path only when a replacement writes
+# (evidence.sh, systemd, stall-stock).
 extra='[policy "kubepods.slice/g*"]
 dirty_expire = 2s
-mechanism = global'
+mechanism = global
+[flush]
+mode = eager'
 mkdir -p /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/wbgds
 echo +memory >/sys/fs/cgroup/kubepods.slice/cgroup.subtree_control
 truncate -s 64M /mnt/ext4/loop.img

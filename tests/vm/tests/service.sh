@@ -77,11 +77,17 @@ loop=$(losetup -f --show /mnt/ext4/loop.img)
 sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/h/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/h bs=1M count=8 status=none; dd if=/dev/zero of=$loop bs=1M count=8 status=none"
 sleep 1
 rmdir /sys/fs/cgroup/wbgtest/h # the record is written once the cgroup is gone and cleaned up
+# The shipped default is on-evidence: a replacement appending to the file
+# is the evidence that has its data, and the loop device's, flushed.
+mkdir /sys/fs/cgroup/wbgtest/h2
+sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/h2/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/h bs=1M count=2 oflag=append conv=notrunc status=none"
+rmdir /sys/fs/cgroup/wbgtest/h2
 i=0
-while ! grep -q '"cgroup":"wbgtest/h"' /run/wbguard/handovers.jsonl && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q '"cgroup":"wbgtest/h"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 h=$(grep '"cgroup":"wbgtest/h"' /run/wbguard/handovers.jsonl | tail -1)
 echo "# $h"
-check "handover under the hardening: flushed" test "$(echo "$h" | jq -r .outcome)" = flushed
+check "handover under the hardening: flushed on evidence" \
+	test "$(echo "$h" | jq -r '"\(.outcome) \(.evidence > 0)"')" = "flushed true"
 check "handover under the hardening: the loop device's page cache too" \
 	test "$(echo "$h" | jq '[.target_list[] | select(.how == "bdev")] | length')" -ge 1
 hid=$(echo "$h" | jq -r .id)
