@@ -82,7 +82,7 @@ int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t 
 	return 0;
 }
 
-static void start_flush(struct dying_watch *w, struct dying_entry *e, uint64_t now)
+static void start_flush(struct dying_watch *w, struct dying_entry *e, uint64_t now, bool evidence)
 {
 	int r;
 
@@ -91,7 +91,7 @@ static void start_flush(struct dying_watch *w, struct dying_entry *e, uint64_t n
 	e->t_flush = now;
 	e->res.flushes++;
 	w->stats.flushes++;
-	r = w->ops->flush(w->userdata, e->cgroup_id, e->cookie);
+	r = w->ops->flush(w->userdata, e->cgroup_id, e->cookie, evidence);
 	if (r < 0 && e->state == DYING_FLUSHING) {
 		/* not started: it stays watched; the cleanup still runs once
 		 * it drains */
@@ -119,7 +119,7 @@ int dying_evidence(struct dying_watch *w, uint64_t cgroup_id, uint64_t now)
 		e->evidence_pending = true;
 		return 0;
 	}
-	start_flush(w, e, now);
+	start_flush(w, e, now, true);
 	return 0;
 }
 
@@ -175,13 +175,13 @@ static void watch_step(struct dying_watch *w, struct dying_entry *e, int known, 
 	if (drained)
 		e->state = DYING_CLEANUP;
 	else if (e->evidence_pending && now - e->t_flush >= w->params.reflush_usec)
-		start_flush(w, e, now);
+		start_flush(w, e, now, true);
 	else if (!e->res.flushes && now - e->t_added >= w->params.max_age_usec) {
 		/* the kernel should have drained it by now: flushed, as eager
 		 * mode would have */
 		e->res.expired = true;
 		w->stats.expired++;
-		start_flush(w, e, now);
+		start_flush(w, e, now, false);
 	}
 }
 

@@ -61,8 +61,10 @@ struct dying_ops {
 	int (*arm)(void *userdata, uint64_t cgroup_id, bool stall_only);
 	void (*disarm)(void *userdata, uint64_t cgroup_id);
 	/* Start writing the cgroup's data; dying_flush_done() follows (maybe
-	 * from inside this call). A negative return: not started. */
-	int (*flush)(void *userdata, uint64_t cgroup_id, void *cookie);
+	 * from inside this call). evidence: for a writer on its inodes (their
+	 * pages suffice); else (max_age) all of it, for the cleanup. A
+	 * negative return: not started. */
+	int (*flush)(void *userdata, uint64_t cgroup_id, void *cookie, bool evidence);
 	/* One cleanup cycle (the kernel re-runs its offline-wb cleanup). */
 	int (*cleanup)(void *userdata);
 	/* The cgroup inodes with a wb with dirty IO, sorted (malloc'ed);

@@ -54,7 +54,7 @@ int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct f
 	return 0;
 }
 
-int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, bool start_only,
+int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, enum flush_inode_how how,
 		 struct wbg_flush_stats *st)
 {
 	union {
@@ -82,7 +82,11 @@ int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v
 				st->inodes_failed++;
 			continue;
 		}
-		if (start_only ? sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 : fsync(fd) < 0)
+		if (how == FLUSH_INODE_FSYNC ? fsync(fd) < 0
+		    : sync_file_range(fd, 0, 0,
+				      how == FLUSH_INODE_START ? SYNC_FILE_RANGE_WRITE
+							       : SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+									 SYNC_FILE_RANGE_WAIT_AFTER) < 0)
 			st->inodes_failed++;
 		else
 			st->inodes_synced++;

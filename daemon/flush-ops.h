@@ -31,11 +31,14 @@ int flush_syncfs(int mount_fd, unsigned passes);
 bool flush_fs_has_handles(const char *fstype);
 /* The file handle the filesystem's export code decodes for (ino, gen). */
 int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct file_handle *fh, size_t size);
-/* fsync each inode, or with start_only just start its writeback
- * (sync_file_range SYNC_FILE_RANGE_WRITE: no waiting, no journal commit);
- * returns 0 unless the filesystem refused handles at all (then the caller
+/* FSYNC: fsync each inode. START: start its writeback (sync_file_range
+ * SYNC_FILE_RANGE_WRITE: no waiting, no journal commit). WRITE_WAIT: write
+ * its dirty pages and wait for them (sync_file_range with WAIT_BEFORE,
+ * WRITE, WAIT_AFTER: the data only, no journal commit, nobody else's). */
+enum flush_inode_how { FLUSH_INODE_FSYNC, FLUSH_INODE_START, FLUSH_INODE_WRITE_WAIT };
+/* Returns 0 unless the filesystem refused handles at all (then the caller
  * falls back to syncfs). */
-int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, bool start_only,
+int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, enum flush_inode_how how,
 		 struct wbg_flush_stats *st);
 
 /* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node, which must be

@@ -143,14 +143,27 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 		else if (j->mode == FLUSH_MODE_EXPIRY) {
 			/* Start writeback of the pod's inodes and return, as the
 			 * kernel's expiry does; syncfs only if handles are refused. */
-			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, true, &j->stats)
+			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, FLUSH_INODE_START,
+								 &j->stats)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
 				j->fell_back = true;
 				j->result = flush_syncfs(fd, 1);
 			}
+		} else if (j->mode == FLUSH_MODE_EVIDENCE) {
+			/* The removed cgroup's own inodes, which a replacement
+			 * writes to: their pages written, nobody else's, no
+			 * journal commit. The inodes stay on the dying wb while
+			 * it writes; the cleanup follows once the wb drains. */
+			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
+								 FLUSH_INODE_WRITE_WAIT, &j->stats)
+						  : -EOPNOTSUPP;
+			if (j->result < 0) {
+				j->fell_back = true;
+				j->result = flush_syncfs(fd, j->passes);
+			}
 		} else if (j->use_inodes) {
-			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, false, &j->stats);
+			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, FLUSH_INODE_FSYNC, &j->stats);
 			if (j->result < 0) {
 				/* handles refused: the whole filesystem instead */
 				j->fell_back = true;
@@ -483,8 +496,10 @@ static int merge(struct flush_pool *p, struct flush_job *into, struct flush_job 
 		if (r < 0)
 			return r;
 	}
-	if (j->mode == FLUSH_MODE_HANDOVER && into->mode == FLUSH_MODE_EXPIRY) {
-		/* the handover's flush covers the pod's inodes too */
+	if (j->mode == FLUSH_MODE_EVIDENCE && into->mode == FLUSH_MODE_EXPIRY)
+		into->mode = FLUSH_MODE_EVIDENCE; /* written and waited for: covers the start */
+	if (j->mode == FLUSH_MODE_HANDOVER && into->mode != FLUSH_MODE_HANDOVER) {
+		/* the handover's flush covers the pod's (or the evidence's) inodes too */
 		into->mode = FLUSH_MODE_HANDOVER;
 		if (into->use_inodes && !j->use_inodes) {
 			into->use_inodes = false;

@@ -32,9 +32,11 @@ enum flush_kind { FLUSH_FS, FLUSH_BDEV };
 /* HANDOVER: a removed cgroup's data, all of it, before its wb dies (fsync
  * the inodes, then one syncfs pass; or syncfs passes). EXPIRY: a live pod's
  * dirty data that is due (start writeback of its inodes, like the kernel's
- * own expiry does, and nobody else's). A job that needs both is a HANDOVER:
- * its syncfs covers the pod's inodes. */
-enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY };
+ * own expiry does, and nobody else's). EVIDENCE: a removed cgroup's inodes
+ * a replacement writes to (write their pages and wait; syncfs only where
+ * handles are refused or the inode set is incomplete). A job that needs a
+ * HANDOVER and another is a HANDOVER: its syncfs covers the others. */
+enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE };
 
 struct flush_job {
 	struct flush_job *next;

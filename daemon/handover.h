@@ -99,6 +99,7 @@ struct wbg_handover {
 	bool watched;                /* on-evidence: in the manager's dying-wb table (dying.h) */
 	unsigned evidence;           /* on-evidence: foreign dirtyings of its inodes seen (events) */
 	unsigned flushes;            /* on-evidence: flushes started for it */
+	bool flush_inodes;           /* its current flush writes its inodes only (evidence) */
 	uint64_t t_evidence;         /* the first of them */
 	struct {
 		unsigned major, minor;

@@ -54,14 +54,14 @@ static void op_disarm(void *userdata, uint64_t cgroup_id)
 	(void)wbg_bpf_dying_forget(m->bpf, cgroup_id);
 }
 
-static int op_flush(void *userdata, uint64_t cgroup_id, void *cookie)
+static int op_flush(void *userdata, uint64_t cgroup_id, void *cookie, bool evidence)
 {
 	struct manager *m = userdata;
 	struct wbg_handover *h = cookie;
 	int r;
 
 	h->flushes++;
-	r = manager_flush_handover(m, h);
+	r = manager_flush_handover(m, h, evidence);
 	if (r < 0) {
 		h->flushes--;
 		return r;

@@ -32,4 +32,6 @@ void manager_dying_metrics(FILE *f, const struct manager *m);
 
 /* From manager.c: the end of a handover, and its flush started now. */
 void manager_retire(struct manager *m, struct wbg_handover *h);
-int manager_flush_handover(struct manager *m, struct wbg_handover *h);
+/* inodes: the inodes BPF recorded for it, where the set is complete (a
+ * replacement's evidence), rather than whole filesystems. */
+int manager_flush_handover(struct manager *m, struct wbg_handover *h, bool inodes);

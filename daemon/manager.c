@@ -408,7 +408,7 @@ static int submit_plan(struct manager *m, struct wbg_handover *h, struct wbg_pla
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = plan_target_submit(m->pool, t, FLUSH_MODE_HANDOVER, h->id);
+		r = plan_target_submit(m->pool, t, h->flush_inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER, h->id);
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -544,10 +544,17 @@ static void end_early(struct manager *m, struct wbg_cgroup *c, struct wbg_handov
 
 /* Plans and starts a handover's flush now: what BPF says the cgroup
  * dirtied, else every filesystem. */
-int manager_flush_handover(struct manager *m, struct wbg_handover *h)
+int manager_flush_handover(struct manager *m, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
-	int r = handover_plan(h->cgroup_id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan);
+	enum wbg_inode_flush was = m->cfg.inode_flush;
+	int r;
+
+	if (inodes)
+		m->cfg.inode_flush = WBG_INODE_FLUSH_ON; /* the plan takes the inode sets */
+	r = handover_plan(h->cgroup_id, &m->cfg, &m->mounts, &m->bdevs, dirtied_bpf(m), &plan);
+	m->cfg.inode_flush = was;
+	h->flush_inodes = inodes;
 
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
@@ -573,7 +580,7 @@ static void watch_or_flush(struct manager *m, struct wbg_handover *h)
 	h->deferred = false;
 	if (manager_dying_watch(m, h) >= 0)
 		return;
-	if (manager_flush_handover(m, h) < 0)
+	if (manager_flush_handover(m, h, false) < 0)
 		log_error("Cannot flush %s", h->path);
 	if (h->n_pending == 0)
 		cleanup_and_verify(m, h);

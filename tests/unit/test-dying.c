@@ -17,6 +17,7 @@ struct world {
 	bool armed[64], stall_only[64];
 	unsigned flushes[64], cleanups, ended;
 	int flush_result;
+	bool last_flush_evidence;
 	bool flush_sync; /* the flush finishes inside the call */
 	struct dying_watch *w;
 	struct dying_result last;
@@ -35,10 +36,11 @@ static void w_disarm(void *u, uint64_t id)
 	((struct world *)u)->armed[id] = false;
 }
 
-static int w_flush(void *u, uint64_t id, void *cookie)
+static int w_flush(void *u, uint64_t id, void *cookie, bool evidence)
 {
 	struct world *x = u;
 
+	x->last_flush_evidence = evidence;
 	if (x->flush_result < 0)
 		return x->flush_result;
 	x->flushes[id]++;
@@ -120,7 +122,7 @@ int main(void)
 	setup(&x, &w);
 	x.dirty[x.n_dirty++] = 7;
 	dying_add(&w, 7, NULL, 0);
-	CHECK(dying_evidence(&w, 7, 3 * S) == 0 && x.flushes[7] == 1,
+	CHECK(dying_evidence(&w, 7, 3 * S) == 0 && x.flushes[7] == 1 && x.last_flush_evidence,
 	      "evidence: its flush starts at once");
 	CHECK(dying_evidence(&w, 7, 3 * S + 10) == 0 && x.flushes[7] == 1, "more evidence while it runs: no second flush");
 	CHECK(dying_evidence(&w, 9, 3 * S) == -ENOENT && w.stats.evidence_ignored == 1,
@@ -167,7 +169,8 @@ int main(void)
 	dying_tick(&w, 299 * S);
 	CHECK(x.flushes[3] == 0, "before max_age: no flush");
 	dying_tick(&w, 300 * S);
-	CHECK(x.flushes[3] == 1 && w.stats.expired == 1, "at max_age: flushed (counted as expired)");
+	CHECK(x.flushes[3] == 1 && w.stats.expired == 1 && !x.last_flush_evidence,
+	      "at max_age: all of it flushed (counted as expired)");
 	dying_done(&w);
 
 	/* No wb_stats (before 6.10): drained after drain_after, unverified. */

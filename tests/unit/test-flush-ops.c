@@ -67,7 +67,7 @@ int main(void)
 			struct wbg_inode_key keys[2] = { { .ino = st.st_ino, .gen = (uint32_t)gen },
 							 { .ino = st.st_ino, .gen = (uint32_t)gen + 1 } };
 			struct wbg_flush_stats s = { 0 };
-			int r = flush_inodes(mnt, fstype, keys, 2, false, &s);
+			int r = flush_inodes(mnt, fstype, keys, 2, FLUSH_INODE_FSYNC, &s);
 
 			if (r == -EPERM)
 				SKIP("no CAP_DAC_READ_SEARCH for open_by_handle_at");
