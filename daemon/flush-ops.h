@@ -23,6 +23,7 @@ struct wbg_flush_stats {
 	uint64_t inodes_synced; /* fsync'ed */
 	uint64_t inodes_gone;   /* deleted since they were dirtied (ESTALE) */
 	uint64_t inodes_failed;
+	uint64_t syncfs_calls;  /* syncfs(2) calls made (passes) */
 };
 
 int flush_syncfs(int mount_fd, unsigned passes);

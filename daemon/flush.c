@@ -21,6 +21,7 @@ struct slot {
 	struct flush_job *running, *waiting;
 	bool waiting_queued; /* the waiting job is on the run queue */
 	uint64_t last_start; /* the budget: the next may start interval after */
+	struct flush_target_stats st;
 };
 
 struct flush_pool {
@@ -128,6 +129,12 @@ static uint64_t device_bytes(const struct flush_pool *p, dev_t dev)
 	return (uint64_t)f[6] * 512;
 }
 
+static int job_syncfs(struct flush_job *j, int fd, unsigned passes)
+{
+	j->stats.syncfs_calls += passes;
+	return flush_syncfs(fd, passes);
+}
+
 static void run_job(struct flush_pool *p, struct flush_job *j)
 {
 	uint64_t before = device_bytes(p, j->dev);
@@ -148,7 +155,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
 				j->fell_back = true;
-				j->result = flush_syncfs(fd, 1);
+				j->result = job_syncfs(j, fd, 1);
 			}
 		} else if (j->mode == FLUSH_MODE_EVIDENCE) {
 			/* The removed cgroup's own inodes, which a replacement
@@ -160,23 +167,23 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
 				j->fell_back = true;
-				j->result = flush_syncfs(fd, j->passes);
+				j->result = job_syncfs(j, fd, j->passes);
 			}
 		} else if (j->use_inodes) {
 			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, FLUSH_INODE_FSYNC, &j->stats);
 			if (j->result < 0) {
 				/* handles refused: the whole filesystem instead */
 				j->fell_back = true;
-				j->result = flush_syncfs(fd, j->passes);
+				j->result = job_syncfs(j, fd, j->passes);
 			} else
 				/* fsync writes the pages but leaves the inodes
 				 * I_DIRTY_PAGES/I_DIRTY_SYNC on the dying wb's b_dirty
 				 * until the flusher visits them (seen on ext4 and xfs),
 				 * and the kernel's offline cleanup skips a wb with
 				 * dirty IO: one syncfs pass visits them. */
-				j->result = flush_syncfs(fd, 1);
+				j->result = job_syncfs(j, fd, 1);
 		} else
-			j->result = flush_syncfs(fd, j->passes);
+			j->result = job_syncfs(j, fd, j->passes);
 	}
 	j->finished_usec = now_usec();
 	j->device_bytes = device_bytes(p, j->dev) - before;
@@ -275,10 +282,13 @@ static void *worker(void *userdata)
 			s->waiting_queued = false;
 			s->running = j;
 			s->last_start = now_usec();
+			s->st.jobs++;
 		}
 		if (j->held_usec) {
 			p->budget_wait_usec += now_usec() - j->held_usec;
 			p->budget_waits++;
+			if (s)
+				s->st.budget_waits++;
 		}
 		p->jobs_started++;
 		p->busy++;
@@ -294,6 +304,8 @@ static void *worker(void *userdata)
 		s = slot_for(p, j->dev, j->kind, false);
 		if (s) {
 			s->running = NULL;
+			s->st.device_bytes += j->device_bytes;
+			s->st.syncfs_calls += j->stats.syncfs_calls;
 			if (s->waiting && !s->waiting_queued) {
 				s->waiting_queued = true;
 				enqueue_run(p, s->waiting);
@@ -368,6 +380,19 @@ void flush_pool_set_interval(struct flush_pool *p, uint64_t usec)
 	p->interval = usec;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
+}
+
+int flush_pool_foreach_target(struct flush_pool *p,
+			      int (*cb)(dev_t dev, enum flush_kind kind, const struct flush_target_stats *st, void *userdata),
+			      void *userdata)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_slots && r >= 0; i++)
+		r = cb(p->slots[i].dev, p->slots[i].kind, &p->slots[i].st, userdata);
+	pthread_mutex_unlock(&p->lock);
+	return r;
 }
 
 void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)

@@ -65,6 +65,12 @@ struct flush_job {
 	uint64_t held_usec;      /* when the budget first held it back (0: never) */
 };
 
+/* Per target (a filesystem or a block device), since start: what the
+ * budget bounds. */
+struct flush_target_stats {
+	uint64_t jobs, syncfs_calls, device_bytes, budget_waits;
+};
+
 /* Pool counters, read on the event loop. */
 struct flush_pool_stats {
 	unsigned busy, stuck;
@@ -85,6 +91,10 @@ unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec);
  * waiting job. Jobs held back are counted (budget_waits, and for how long). */
 void flush_pool_set_interval(struct flush_pool *p, uint64_t usec);
 void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret);
+/* Each target's counters, under the pool's lock (cb must not call the pool). */
+int flush_pool_foreach_target(struct flush_pool *p,
+			      int (*cb)(dev_t dev, enum flush_kind kind, const struct flush_target_stats *st, void *userdata),
+			      void *userdata);
 void flush_pool_free(struct flush_pool *p);
 /* Readable when jobs have finished. */
 int flush_pool_fd(const struct flush_pool *p);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <microhttpd.h>
 
@@ -27,6 +28,22 @@ static void gauge(FILE *f, const char *name, const char *help, double v)
  * at most a few, so the scraper and the probes always get in. */
 #define WBG_HTTP_CONNS_MAX 64
 #define WBG_HTTP_CONNS_PER_IP 4
+
+/* One row per flush target, with its device and kind as labels. */
+static int target_rows(dev_t dev, enum flush_kind kind, const struct flush_target_stats *st, void *userdata)
+{
+	struct metric_rows **rows = userdata;
+	char labels[64];
+
+	snprintf(labels, sizeof(labels), "device=\"%u:%u\",kind=\"%s\"", major(dev), minor(dev),
+		 kind == FLUSH_BDEV ? "bdev" : "fs");
+	if (metric_rows_add(rows[0], labels, (double)st->jobs) < 0 ||
+	    metric_rows_add(rows[1], labels, (double)st->syncfs_calls) < 0 ||
+	    metric_rows_add(rows[2], labels, (double)st->device_bytes) < 0 ||
+	    metric_rows_add(rows[3], labels, (double)st->budget_waits) < 0)
+		return -ENOMEM;
+	return 0;
+}
 
 void metrics_write(struct manager *m, FILE *f)
 {
@@ -107,6 +124,22 @@ void metrics_write(struct manager *m, FILE *f)
 			       "Flush jobs held back by the budget ([flush] fs_interval_sec).", ps.budget_waits);
 		metric_value(f, "wbguard_flush_budget_wait_seconds_total", "counter",
 			     "Time flush jobs spent held back by the budget.", (double)ps.budget_wait_usec / 1e6);
+	}
+	{
+		struct metric_rows jobs = { 0 }, calls = { 0 }, bytes = { 0 }, waits = { 0 };
+
+		(void)flush_pool_foreach_target(m->pool, target_rows, (struct metric_rows *[]){ &jobs, &calls, &bytes, &waits });
+		metric_family(f, "wbguard_flush_target_jobs_total", "counter",
+			      "Flush jobs started per filesystem or block device (the budget's unit).");
+		metric_rows_write(f, "wbguard_flush_target_jobs_total", &jobs);
+		metric_family(f, "wbguard_flush_target_syncfs_total", "counter", "syncfs(2) calls per filesystem.");
+		metric_rows_write(f, "wbguard_flush_target_syncfs_total", &calls);
+		metric_family(f, "wbguard_flush_target_device_bytes_total", "counter",
+			      "Bytes written to the device while wbguardd's flushes of it ran.");
+		metric_rows_write(f, "wbguard_flush_target_device_bytes_total", &bytes);
+		metric_family(f, "wbguard_flush_target_budget_waits_total", "counter",
+			      "Flush jobs the budget held back, per filesystem or block device.");
+		metric_rows_write(f, "wbguard_flush_target_budget_waits_total", &waits);
 	}
 	manager_dying_metrics(f, m);
 	gauge(f, "wbguard_mitigation_active", "1 when wbguardd flushes for removed cgroups.", m->mitigating);

@@ -60,12 +60,20 @@ static unsigned collect(struct flush_pool *p, int ms, dev_t *last_dev)
 	return n;
 }
 
+static int target_of_5(dev_t dev, enum flush_kind kind, const struct flush_target_stats *st, void *userdata)
+{
+	if (dev == 5)
+		*(struct flush_target_stats *)userdata = *st;
+	return 0;
+}
+
 /* The budget: one filesystem flushed at most once per interval, requests
  * meanwhile merged; another filesystem is not held back by it. */
 static void budget(void)
 {
 	struct flush_pool *p;
 	struct flush_pool_stats st;
+	struct flush_target_stats st5 = { 0 };
 	dev_t last = 0;
 
 	CHECK(flush_pool_new(2, "/sys/dev/block", &p) == 0, "pool for the budget");
@@ -84,6 +92,8 @@ static void budget(void)
 	CHECK(st.budget_waits == 1 && st.budget_wait_usec > 100 * 1000 && st.jobs_started == 3,
 	      "the wait is counted (%llu, %llu us)", (unsigned long long)st.budget_waits,
 	      (unsigned long long)st.budget_wait_usec);
+	CHECK(flush_pool_foreach_target(p, target_of_5, &st5) == 0 && st5.jobs == 2 && st5.budget_waits == 1,
+	      "per filesystem: 2 jobs on dev 5, 1 held back");
 	flush_pool_free(p);
 }
 
