@@ -191,7 +191,11 @@ void manager_retire(struct manager *m, struct wbg_handover *h)
 	if (c && c->handover == h)
 		c->handover = NULL;
 	if (h->t_first_flush) {
-		hist_observe(&m->reaction, (double)(h->t_first_flush - h->t_trigger) / 1e6);
+		/* on-evidence, the reaction is to the evidence, not to the
+		 * removal that came long before it */
+		uint64_t from = h->t_evidence && h->t_evidence <= h->t_first_flush ? h->t_evidence : h->t_trigger;
+
+		hist_observe(&m->reaction, (double)(h->t_first_flush - from) / 1e6);
 		if (h->t_flushed)
 			hist_observe(&m->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
 	}
