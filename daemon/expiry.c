@@ -411,7 +411,7 @@ void expiry_handover_ended(struct manager *m, const struct wbg_handover *h)
 	}
 }
 
-void expiry_metrics(FILE *f, struct manager *m)
+void expiry_metrics(FILE *f, const struct manager *m)
 {
 	unsigned cur = 0;
 

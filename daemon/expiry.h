@@ -33,4 +33,4 @@ void expiry_job_done(struct manager *m, const struct flush_job *j);
 /* A handover ended: boost the sysctl if a flush of the cgroup's own data
  * did not end cleanly and the kernel has no dying-wb fallback. */
 void expiry_handover_ended(struct manager *m, const struct wbg_handover *h);
-void expiry_metrics(FILE *f, struct manager *m);
+void expiry_metrics(FILE *f, const struct manager *m);

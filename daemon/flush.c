@@ -207,19 +207,9 @@ static struct slot *slot_for(struct flush_pool *p, dev_t dev, enum flush_kind ki
 	}
 }
 
-static void append(struct flush_job **head, struct flush_job **tail, struct flush_job *j)
-{
-	j->next = NULL;
-	if (*tail)
-		(*tail)->next = j;
-	else
-		*head = j;
-	*tail = j;
-}
-
 static void enqueue_run(struct flush_pool *p, struct flush_job *j)
 {
-	append(&p->run_head, &p->run_tail, j);
+	LIST_APPEND(&p->run_head, &p->run_tail, j, next);
 	pthread_cond_signal(&p->cond);
 }
 
@@ -311,7 +301,7 @@ static void *worker(void *userdata)
 				enqueue_run(p, s->waiting);
 			}
 		}
-		append(&p->done_head, &p->done_tail, j);
+		LIST_APPEND(&p->done_head, &p->done_tail, j, next);
 		(void)eventfd_write(p->efd, 1);
 		if (j->stuck) {
 			/* back from a hang: one thread too many now */

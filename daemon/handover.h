@@ -20,6 +20,8 @@
 #include "mountinfo.h"
 
 struct blockdevs;
+struct manager;
+struct sd_event_source;
 struct wbg_bpf;
 struct wbg_config;
 struct json_object;
@@ -72,8 +74,8 @@ struct wbg_plan {
 
 struct wbg_handover {
 	uint64_t id;
-	void *owner;              /* the manager; timers call back with the handover */
-	void *timeout_source;     /* sd_event_source */
+	struct manager *owner;    /* timers call back with the handover */
+	struct sd_event_source *timeout_source;
 	struct wbg_handover *queue_next; /* on the manager's cleanup or verify queue */
 	uint64_t verify_due;
 	uint64_t cgroup_id;

@@ -66,3 +66,15 @@ static inline void closedirp(DIR **d)
 		(fd) = -EBADF;         \
 		_fd_;                  \
 	})
+
+/* Appends item to the intrusive singly linked list *head .. *tail, linked
+ * through item->next_field. */
+#define LIST_APPEND(head, tail, item, next_field)      \
+	do {                                           \
+		(item)->next_field = NULL;             \
+		if (*(tail))                           \
+			(*(tail))->next_field = (item); \
+		else                                   \
+			*(head) = (item);              \
+		*(tail) = (item);                      \
+	} while (0)

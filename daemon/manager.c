@@ -221,16 +221,6 @@ void manager_retire(struct manager *m, struct wbg_handover *h)
 	metrics_textfile_update(m, false);
 }
 
-static void queue_append(struct wbg_handover **head, struct wbg_handover **tail, struct wbg_handover *h)
-{
-	h->queue_next = NULL;
-	if (*tail)
-		(*tail)->queue_next = h;
-	else
-		*head = h;
-	*tail = h;
-}
-
 /* A one-shot timer at usec, unless it is already armed (for earlier). */
 static void arm_once(sd_event_source *s, uint64_t usec)
 {
@@ -305,7 +295,7 @@ static int on_cleanup(sd_event_source *s, uint64_t usec, void *userdata)
 			h->t_cleanup = now;
 		}
 		h->verify_due = now + VERIFY_DELAY_USEC;
-		queue_append(&m->verify_head, &m->verify_tail, h);
+		LIST_APPEND(&m->verify_head, &m->verify_tail, h, queue_next);
 	}
 	if (m->verify_head)
 		arm_once(m->verify_source, m->verify_head->verify_due);
@@ -321,7 +311,7 @@ static void cleanup_and_verify(struct manager *m, struct wbg_handover *h)
 		manager_retire(m, h);
 		return;
 	}
-	queue_append(&m->cleanup_head, &m->cleanup_tail, h);
+	LIST_APPEND(&m->cleanup_head, &m->cleanup_tail, h, queue_next);
 	arm_once(m->cleanup_source, now_usec(m) + CLEANUP_BATCH_USEC);
 }
 
@@ -368,7 +358,7 @@ static void arm_timeout(struct manager *m, struct wbg_handover *h)
 
 	/* on-evidence flushes one handover more than once */
 	h->timeout_source = sd_event_source_disable_unref(h->timeout_source);
-	r = sd_event_add_time_relative(m->event, (sd_event_source **)&h->timeout_source, CLOCK_MONOTONIC,
+	r = sd_event_add_time_relative(m->event, &h->timeout_source, CLOCK_MONOTONIC,
 					   m->cfg.timeout_usec, 0, on_timeout, h);
 
 	if (r >= 0)
@@ -862,7 +852,7 @@ static int on_departed_due(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-const char *manager_cgroup_path(struct manager *m, uint64_t id)
+const char *manager_cgroup_path(const struct manager *m, uint64_t id)
 {
 	const struct wbg_cgroup *c = registry_find_id(&m->reg, id);
 	const struct wbg_departed_entry *d;

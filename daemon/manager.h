@@ -152,7 +152,7 @@ void manager_stop_hint(struct manager *m, const char *cgroup_path);
 void manager_refresh_verdict(struct manager *m);
 /* The path (relative to the cgroupfs root) of a cgroup tracked now or
  * removed lately, for labels; NULL if unknown. */
-const char *manager_cgroup_path(struct manager *m, uint64_t id);
+const char *manager_cgroup_path(const struct manager *m, uint64_t id);
 /* The control API. A cgroup is named by its path under the cgroupfs root
  * ("a/b" or "/a/b"), never a path of its own. FlushCgroup replies when the
  * cgroup's flush is done, or with outcome "pending" after timeout_usec. */

@@ -45,7 +45,7 @@ static int target_rows(dev_t dev, enum flush_kind kind, const struct flush_targe
 	return 0;
 }
 
-void metrics_write(struct manager *m, FILE *f)
+void metrics_write(const struct manager *m, FILE *f)
 {
 	static const char *const groups[] = { "cgroup_writeback_by_id", "dirtied", "rmdir", "paths" };
 

@@ -11,8 +11,8 @@ struct manager;
 int metrics_http_start(struct manager *m);
 void metrics_http_stop(struct manager *m);
 /* The whole exposition, as a scrape sees it. */
-void metrics_write(struct manager *m, FILE *f);
+void metrics_write(const struct manager *m, FILE *f);
 /* Its kernel part, from the BPF counters (metrics-kernel.c). */
-void metrics_write_kernel(FILE *f, struct manager *m);
+void metrics_write_kernel(FILE *f, const struct manager *m);
 /* The configured textfile, rewritten atomically; force ignores the throttle. */
 void metrics_textfile_update(struct manager *m, bool force);

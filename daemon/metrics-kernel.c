@@ -17,7 +17,7 @@
  * with a leading '/'), escaped; and pod, namespace and container (cAdvisor's
  * names too) when the OCI hook registered it as a pod's. NULL for cgroups we
  * cannot name: their counts are in the node-wide totals only. */
-static char *cgroup_labels(struct manager *m, uint64_t id)
+static char *cgroup_labels(const struct manager *m, uint64_t id)
 {
 	const char *path = manager_cgroup_path(m, id);
 	const struct wbg_container *ct;
@@ -50,7 +50,7 @@ static char *cgroup_labels(struct manager *m, uint64_t id)
 /* Per-target-cgroup foreign flush results; several error codes fold into
  * "other", and cgroups sharing a path into one series. */
 struct rows_ctx {
-	struct manager *m;
+	const struct manager *m;
 	struct metric_rows rows;
 };
 
@@ -78,7 +78,7 @@ static int add_wbid(uint64_t cgroup_id, const struct wbg_wbid_counts *n, void *u
 	return 0;
 }
 
-static void write_cgroup_wbid(FILE *f, struct manager *m)
+static void write_cgroup_wbid(FILE *f, const struct manager *m)
 {
 	struct rows_ctx c = { .m = m };
 
@@ -94,7 +94,7 @@ static void write_cgroup_wbid(FILE *f, struct manager *m)
 enum { ROWS_PAUSES, ROWS_PAUSE_SECONDS, ROWS_SWITCHES, _ROWS_MAX };
 
 struct stats_rows {
-	struct manager *m;
+	const struct manager *m;
 	struct metric_rows rows[_ROWS_MAX];
 };
 
@@ -125,7 +125,7 @@ static void write_rows(FILE *f, const char *name, const char *help, struct metri
 	metric_rows_write(f, name, rows);
 }
 
-static bool attached(struct manager *m, const char *prog)
+static bool attached(const struct manager *m, const char *prog)
 {
 	return m->bpf && wbg_bpf_attached(m->bpf, prog) > 0;
 }
@@ -143,7 +143,7 @@ static int write_prog(const char *name, bool ok, const char *why, void *userdata
 /* The kernel's side, from the BPF counters: exact node-wide totals, then
  * the per-cgroup series. A family is left out when its program is not
  * attached, so a missing counter never reads as zero. */
-void metrics_write_kernel(FILE *f, struct manager *m)
+void metrics_write_kernel(FILE *f, const struct manager *m)
 {
 	struct stats_rows cs = { .m = m };
 	uint64_t t[_WBG_TOTAL_MAX];
