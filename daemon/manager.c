@@ -536,6 +536,22 @@ static void end_early(struct manager *m, struct wbg_cgroup *c, struct wbg_handov
 	manager_retire(m, h);
 }
 
+/* A new handover, in the active set (NULL: out of memory, logged). */
+static struct wbg_handover *handover_start(struct manager *m, uint64_t cgroup_id, const char *path,
+					   enum wbg_trigger trigger)
+{
+	struct wbg_handover *h = handover_new(ids_next(&m->ids), cgroup_id, path, trigger, now_usec(m));
+
+	if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
+		handover_free(h);
+		log_oom();
+		return NULL;
+	}
+	h->owner = m;
+	m->n_active++;
+	return h;
+}
+
 /* Plans and starts a handover's flush now: what BPF says the cgroup
  * dirtied, else every filesystem. */
 int manager_flush_handover(struct manager *m, struct wbg_handover *h, bool inodes)
@@ -622,19 +638,10 @@ static void handover_event(struct manager *m, struct wbg_cgroup *c, enum wbg_tri
 	 * populated 0 (clean, disabled, children) covers the removal too. */
 	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
 		return;
-	h = handover_new(ids_next(&m->ids), c->id, c->path, trigger, now_usec(m));
-	if (!h) {
-		log_oom();
+	h = handover_start(m, c->id, c->path, trigger);
+	if (!h)
 		return;
-	}
-	h->owner = m;
 	m->recent_ids[m->recent_next++ % ELEMENTSOF(m->recent_ids)] = c->id;
-	if (!tsearch(h, &m->active, cmp_leading_u64)) {
-		handover_free(h);
-		log_oom();
-		return;
-	}
-	m->n_active++;
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
 	else
@@ -1141,18 +1148,13 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
 static int start_recovered(struct manager *m, uint64_t cgroup_id, const char *path, const dev_t *devs,
 			   const bool *bdev, size_t n, uint64_t *ret_id)
 {
-	struct wbg_handover *h = handover_new(ids_next(&m->ids), cgroup_id, path, WBG_TRIGGER_RECOVERED,
-					      now_usec(m));
+	struct wbg_handover *h = handover_start(m, cgroup_id, path, WBG_TRIGGER_RECOVERED);
 	struct wbg_plan plan = { 0 };
 	uint64_t id;
 	int r;
 
-	if (!h || !tsearch(h, &m->active, cmp_leading_u64)) {
-		handover_free(h);
-		return log_oom();
-	}
-	m->n_active++;
-	h->owner = m;
+	if (!h)
+		return -ENOMEM;
 	h->t_removed = h->t_trigger;
 	id = h->id;
 	r = handover_plan_recorded(&m->cfg, &m->mounts, &m->bdevs, devs, bdev, n, &plan);
