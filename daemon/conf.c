@@ -45,7 +45,7 @@ void config_init(struct wbg_config *c)
 		.fs_interval_usec = 1000000,
 		.watch_max = 4096,
 		.watch_max_age_usec = 300ULL * 1000000,
-		.reflush_usec = 1000000,
+		.reflush_usec = 250000,
 		.mitigation = WBG_MITIGATION_AUTO,
 		.expiry_mech = WBG_EXPIRY_PER_POD,
 		.expiry_min_cs = 100,

@@ -63,7 +63,7 @@ int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t 
 	}
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct dying_entry **v = realloc(w->v, cap * sizeof(*v));
+		struct dying_entry **v = realloc(w->v, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
 		if (!v)
 			return -ENOMEM;
@@ -115,9 +115,12 @@ int dying_evidence(struct dying_watch *w, uint64_t cgroup_id, uint64_t now)
 	w->stats.evidence++;
 	if (e->res.evidence++ == 0)
 		e->res.t_evidence = now;
-	if (e->state != DYING_WATCHING || (e->res.flushes && now - e->t_flush < w->params.reflush_usec)) {
+	/* Evidence wins over a cleanup or a check under way: the writer is
+	 * waiting now. Not over a flush still running, nor sooner than
+	 * reflush_usec after the last (then the tick does it). */
+	if (e->state == DYING_FLUSHING || (e->res.flushes && now - e->t_flush < w->params.reflush_usec)) {
 		e->evidence_pending = true;
-		return 0;
+		return 1;
 	}
 	start_flush(w, e, now, true);
 	return 0;
@@ -135,9 +138,10 @@ void dying_flush_done(struct dying_watch *w, uint64_t cgroup_id, bool ok, uint64
 		e->res.flush_failed = true;
 		w->stats.flush_failures++;
 	}
-	/* the cleanup runs with the next tick's batch, which is soon: the
-	 * stall goes on until it has */
+	/* the cleanup runs with the next tick's batch, which is soon; a
+	 * writer still on the wb is watched for the stall itself meanwhile */
 	e->state = DYING_CLEANUP;
+	(void)w->ops->arm(w->userdata, e->cgroup_id, true);
 	(void)now;
 }
 
@@ -174,8 +178,6 @@ static void watch_step(struct dying_watch *w, struct dying_entry *e, int known, 
 
 	if (drained)
 		e->state = DYING_CLEANUP;
-	else if (e->evidence_pending && now - e->t_flush >= w->params.reflush_usec)
-		start_flush(w, e, now, true);
 	else if (!e->res.flushes && now - e->t_added >= w->params.max_age_usec) {
 		/* the kernel should have drained it by now: flushed, as eager
 		 * mode would have */
@@ -223,6 +225,8 @@ uint64_t dying_tick(struct dying_watch *w, uint64_t now)
 	for (size_t i = 0; i < w->n; i++) {
 		struct dying_entry *e = w->v[i];
 
+		if (e->state != DYING_FLUSHING && e->evidence_pending && now - e->t_flush >= w->params.reflush_usec)
+			start_flush(w, e, now, true);
 		if (e->state == DYING_WATCHING)
 			watch_step(w, e, known, dirty, n, now);
 		if (e->state == DYING_CLEANUP)

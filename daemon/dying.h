@@ -104,7 +104,8 @@ void dying_done(struct dying_watch *w);
  * full (counted; the caller flushes eagerly), -EEXIST when watched. */
 int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t now);
 /* Evidence for a dying cgroup: flushes it unless a flush runs or ran less
- * than reflush_usec ago (then the next tick does). -ENOENT: not watched. */
+ * than reflush_usec ago: then 1, and the tick after reflush_usec does.
+ * -ENOENT: not watched. */
 int dying_evidence(struct dying_watch *w, uint64_t cgroup_id, uint64_t now);
 /* Its cleanup runs with the next tick: the caller ticks soon. */
 void dying_flush_done(struct dying_watch *w, uint64_t cgroup_id, bool ok, uint64_t now);

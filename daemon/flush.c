@@ -159,11 +159,13 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 			}
 		} else if (j->mode == FLUSH_MODE_EVIDENCE) {
 			/* The removed cgroup's own inodes, which a replacement
-			 * writes to: their pages written, nobody else's, no
+			 * writes to: their writeback started, as the kernel's
+			 * own foreign flush would have queued it (the writer
+			 * waits for the pages, not for us), nobody else's, no
 			 * journal commit. The inodes stay on the dying wb while
 			 * it writes; the cleanup follows once the wb drains. */
 			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
-								 FLUSH_INODE_WRITE_WAIT, &j->stats)
+								 FLUSH_INODE_START, &j->stats)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
 				j->fell_back = true;
@@ -223,7 +225,11 @@ static struct flush_job *take_ready(struct flush_pool *p, uint64_t now, uint64_t
 	for (struct flush_job **pp = &p->run_head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
 		struct flush_job *j = *pp;
 		struct slot *s = slot_for(p, j->dev, j->kind, false);
-		uint64_t ready = s && s->last_start && p->interval ? s->last_start + p->interval : 0;
+		/* the budget is for whole-filesystem flushes: writing one
+		 * removed cgroup's own files (evidence, expiry) costs no
+		 * neighbour anything and is not held */
+		bool own_files = j->use_inodes && j->mode != FLUSH_MODE_HANDOVER;
+		uint64_t ready = s && s->last_start && p->interval && !own_files ? s->last_start + p->interval : 0;
 
 		if (ready > now) {
 			if (!j->held_usec)

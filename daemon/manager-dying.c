@@ -239,8 +239,9 @@ bool manager_dying_flushed(struct manager *m, struct wbg_handover *h)
 void manager_dying_evidence(struct manager *m, const struct wbg_rmdir_event *e)
 {
 	const struct wbg_handover *h = active_by_cgroup(m, e->cgroup_id);
+	int r = dying_evidence(&m->dying, (uint64_t)e->cgroup_id, now_usec(m));
 
-	if (dying_evidence(&m->dying, (uint64_t)e->cgroup_id, now_usec(m)) < 0) {
+	if (r < 0) {
 		log_debug("Foreign dirtying of a dying wb of cgroup %" PRIu64 " no longer watched",
 			  (uint64_t)e->cgroup_id);
 		return;
@@ -252,7 +253,8 @@ void manager_dying_evidence(struct manager *m, const struct wbg_rmdir_event *e)
 		log_info("Evidence: cgroup %" PRIu64 " dirtied inode %" PRIu64 " on %u:%u, still on the dying wb of %s",
 			 (uint64_t)e->dirtier, (uint64_t)e->ino, WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev),
 			 h ? h->path : "a removed cgroup");
-	schedule(m, now_usec(m) + DYING_TICK_USEC);
+	/* deferred: due reflush_sec after the last flush */
+	schedule(m, now_usec(m) + (r > 0 ? m->dying.params.reflush_usec : DYING_TICK_USEC));
 }
 
 void manager_dying_release(struct manager *m, uint64_t cgroup_id)

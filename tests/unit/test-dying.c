@@ -124,7 +124,7 @@ int main(void)
 	dying_add(&w, 7, NULL, 0);
 	CHECK(dying_evidence(&w, 7, 3 * S) == 0 && x.flushes[7] == 1 && x.last_flush_evidence,
 	      "evidence: its flush starts at once");
-	CHECK(dying_evidence(&w, 7, 3 * S + 10) == 0 && x.flushes[7] == 1, "more evidence while it runs: no second flush");
+	CHECK(dying_evidence(&w, 7, 3 * S + 10) == 1 && x.flushes[7] == 1, "more evidence while it runs: no second flush");
 	CHECK(dying_evidence(&w, 9, 3 * S) == -ENOENT && w.stats.evidence_ignored == 1,
 	      "evidence for a cgroup not watched: counted, ignored");
 	dying_tick(&w, 3 * S + 20);
@@ -144,19 +144,22 @@ int main(void)
 	x.flush_sync = true;
 	x.dirty[x.n_dirty++] = 8;
 	dying_add(&w, 8, NULL, 0);
-	dying_evidence(&w, 8, 1 * S);
 	x.armed[8] = false; /* BPF disarms itself when it fires */
+	dying_evidence(&w, 8, 1 * S);
+	CHECK(x.armed[8] && x.stall_only[8], "its flush done: re-armed at once, for the stall itself only");
 	dying_tick(&w, 1 * S + 1);
 	CHECK(x.cleanups == 1 && x.flushes[8] == 1, "flushed and cleaned");
 	dying_tick(&w, 2 * S);
 	CHECK(x.ended == 0 && x.armed[8] && x.stall_only[8],
 	      "still dirty after: watched again, re-armed for the stall itself only");
-	dying_evidence(&w, 8, 2 * S + 1);
-	CHECK(x.flushes[8] == 1, "evidence within reflush_usec of the flush: deferred");
+	CHECK(dying_evidence(&w, 8, 2 * S + 1) == 1 && x.flushes[8] == 1,
+	      "evidence within reflush_usec of the flush: deferred (1)");
 	dying_tick(&w, 2 * S + 2);
 	CHECK(x.flushes[8] == 1, "still within it at the next tick");
 	dying_tick(&w, 3 * S + 1);
 	CHECK(x.flushes[8] == 2, "once it is over, the deferred evidence flushes");
+	CHECK(dying_evidence(&w, 8, 5 * S + 2) == 0 && x.flushes[8] == 3,
+	      "evidence during the cleanup and check, past reflush_usec: flushed at once");
 	dying_tick(&w, 301 * S);
 	dying_tick(&w, 302 * S);
 	CHECK(x.ended == 1 && x.last.end == DYING_END_DIRTY, "dirty after a flush at max_age: given up, not watched forever");
