@@ -1694,6 +1694,11 @@ struct manager *manager_free(struct manager *m)
 					(*q)->outcome = WBG_OUTCOME_INTERRUPTED;
 					(*q)->reason = "daemon stopped during the flush";
 					(*q)->pending_saved = false; /* kept: the next start redoes it */
+				} else if ((*q)->deferred && (*q)->outcome == WBG_OUTCOME_PENDING) {
+					/* on-evidence, dirty and emptied, not yet removed:
+					 * nothing was flushed */
+					(*q)->outcome = WBG_OUTCOME_INTERRUPTED;
+					(*q)->reason = "daemon stopped before its removal";
 				}
 				manager_retire(m, *q);
 			}

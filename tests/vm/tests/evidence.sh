@@ -59,7 +59,14 @@ wait_record again 10
 check "again: repopulated before removal ends clean, nothing flushed" \
 	test "$(record again | jq -r '"\(.outcome) \(.targets)"')" = "clean 0"
 rmdir $cg/again
+# Stopped while a dirty, emptied cgroup waits for its removal: nothing was
+# flushed, so its record says interrupted, not flushed.
+dirty held 4
+sleep 0.5
 daemon_stop
+check "held: stopped before its removal, recorded as interrupted" \
+	test "$(record held | jq -r '"\(.outcome) \(.targets)"')" = "interrupted 0"
+rmdir $cg/held
 
 # 3. The table's bound: with watch_max = 2, the third removal is flushed at
 # once, as eager mode would, and counted.

@@ -93,7 +93,7 @@ with open("/wbg-out/notify.txt", "w", buffering=1) as f:
 ' &
 notifier=$!
 sleep 0.5
-printf '[flush]\ntimeout_sec = 8\n' >/tmp/hang.conf
+printf '[flush]\ntimeout_sec = 8\nmode = eager\n' >/tmp/hang.conf
 rm -f /run/wbguard/handovers.jsonl
 NOTIFY_SOCKET=/run/wbg-notify WATCHDOG_USEC=2000000 sh -c 'export WATCHDOG_PID=$$; exec '"$B"'/daemon/wbguardd --config /tmp/hang.conf' >/wbg-out/wbguardd.log 2>&1 &
 DAEMON=$!

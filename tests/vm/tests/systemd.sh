@@ -63,12 +63,17 @@ check "scratch cgroup removed with the service" test ! -e /sys/fs/cgroup/system.
 # handover, nothing is written at the stop, and when a replacement unit
 # appends to the files the stopped one left dirty, their data is flushed
 # at once and the dying wb cleaned up.
+# The kernel's periodic flusher is off meanwhile: a fresh memcg's data is
+# written within seconds, and the dying wb would drain by itself (ending
+# "drained") before the replacement comes.
+wb_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 rm -f /run/wbguard/handovers.jsonl
 systemd-run --quiet --unit=wbguard-ev -p Delegate=yes -p Type=notify "$WBG_BUILD/daemon/wbguardd" --log-level=debug
 check "on-evidence: wbguardd runs" systemctl is-active --quiet wbguard-ev
 check "on-evidence: the mode in effect is logged" sh -c "journalctl -u wbguard-ev | grep -q 'Flush mode: on-evidence'"
 systemd-run --quiet --unit=dirtier2 -p MemoryMax=256M sh -c \
-	'trap "sleep 0.5; exit 0" TERM; for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=4 status=none; done; sleep 600 & wait'
+	'trap "sleep 0.5; exit 0" TERM; for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=2 status=none; done; sleep 600 & wait'
 sleep 3
 w0=$(awk '{print $7}' /sys/block/vda/stat)
 systemctl stop dirtier2
@@ -80,6 +85,8 @@ check "on-evidence: its handover is open (watched), not recorded yet" \
 echo "# device sectors written during the stop: $((w1 - w0))"
 systemd-run --quiet --unit=replacement -p MemoryMax=256M sh -c \
 	'for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=1 oflag=append conv=notrunc status=none; done'
+sleep 1
+echo $wb_centisecs >/proc/sys/vm/dirty_writeback_centisecs
 i=0
 # (its end waits for the dying wb to be clean: the replacement's own last
 # pages on it, if any, drain within an expiry)
