@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <json-c/json.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "clock.h"
 #include "lag.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "flush.h"
+#include "flush-pool.h"
 #include "tap.h"
 
 static struct flush_job *job(dev_t dev, const char *mount, uint64_t waiter)

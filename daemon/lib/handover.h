@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #include "cgroup-identity.h"
-#include "flush.h"
+#include "flush-pool.h"
 #include "mountinfo.h"
 
 struct blockdevs;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <systemd/sd-bus.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "control-client.h"
 #include "log.h"

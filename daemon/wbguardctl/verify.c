@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <linux/loop.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "handover.h"
 #include "mountinfo.h"

@@ -18,11 +18,11 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "escape.h"
 #include "expiry.h"
 #include "cgroup-util.h"
-#include "flush.h"
+#include "flush-pool.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"

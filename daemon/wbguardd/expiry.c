@@ -7,11 +7,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "containers.h"
 #include "cgroup-util.h"
 #include "expiry.h"
-#include "flush.h"
+#include "flush-pool.h"
 #include "handover.h"
 #include "log.h"
 #include "macro.h"

@@ -12,7 +12,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "log.h"
 #include "macro.h"

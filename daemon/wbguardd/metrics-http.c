@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "expiry.h"
 #include "log.h"
 #include "macro.h"

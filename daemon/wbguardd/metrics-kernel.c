@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "macro.h"
 #include "manager.h"
 #include "metrics-http.h"

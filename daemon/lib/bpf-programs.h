@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 
-#include "bpf/wbguard.h"
+#include "wbguard.h"
 #include "verdict.h"
 
 struct wbg_bpf;

@@ -12,7 +12,7 @@
 #include <sys/sysmacros.h>
 
 #include "cgroup-util.h"
-#include "flush.h"
+#include "flush-pool.h"
 #include "macro.h"
 
 struct slot {

@@ -7,7 +7,7 @@
 #include <json-c/json.h>
 
 #include "blockdev.h"
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "conf.h"
 #include "handover.h"
 #include "macro.h"

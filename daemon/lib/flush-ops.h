@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <fcntl.h>
 
-#include "bpf/wbguard.h"
+#include "wbguard.h"
 
 struct wbg_flush_stats {
 	uint64_t inodes_synced; /* fsync'ed */

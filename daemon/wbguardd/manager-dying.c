@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <search.h>
 
-#include "bpf-counters.h"
+#include "bpf-programs.h"
 #include "dying.h"
 #include "log.h"
 #include "manager-dying.h"
