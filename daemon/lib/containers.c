@@ -3,10 +3,12 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "containers.h"
 #include "expiry-policy.h"
 #include "macro.h"
+#include "oci.h"
 
 static int cmp_path(const void *a, const void *b)
 {
@@ -15,9 +17,8 @@ static int cmp_path(const void *a, const void *b)
 
 int containers_init(struct wbg_containers *t, size_t cap)
 {
-	*t = (struct wbg_containers){ .cap = cap };
-	t->ring = calloc(cap, sizeof(*t->ring)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
-	return t->ring ? 0 : -ENOMEM;
+	*t = (struct wbg_containers){ 0 };
+	return ring_init(&t->ring, cap);
 }
 
 static void container_free(struct wbg_container *c)
@@ -34,42 +35,22 @@ static void container_free(struct wbg_container *c)
 	free(c);
 }
 
-static void ring_remove(struct wbg_containers *t, struct wbg_container *c)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		size_t k = (t->head + i) % t->cap;
-
-		if (t->ring[k] != c)
-			continue;
-		if (i == 0) { /* the oldest: the common case */
-			t->head = (t->head + 1) % t->cap;
-			t->n--;
-			return;
-		}
-		/* close the gap, keeping arrival order */
-		for (size_t j = i; j + 1 < t->n; j++)
-			t->ring[(t->head + j) % t->cap] = t->ring[(t->head + j + 1) % t->cap];
-		t->n--;
-		return;
-	}
-}
-
 static void drop(struct wbg_containers *t, struct wbg_container *c)
 {
 	tdelete(c, &t->by_path, cmp_path);
-	ring_remove(t, c);
+	ring_remove(&t->ring, c);
 	container_free(c);
 }
 
 void containers_free(struct wbg_containers *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		struct wbg_container *c = t->ring[(t->head + i) % t->cap];
+	struct wbg_container *c;
 
+	while ((c = ring_pop(&t->ring))) {
 		tdelete(c, &t->by_path, cmp_path);
 		container_free(c);
 	}
-	free(t->ring);
+	ring_free(&t->ring);
 	*t = (struct wbg_containers){ 0 };
 }
 
@@ -123,14 +104,13 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 	found = tfind(c, &t->by_path, cmp_path);
 	if (found)
 		drop(t, *found);
-	if (t->n == t->cap)
-		drop(t, t->ring[t->head]); /* the oldest makes room */
+	if (ring_full(&t->ring))
+		drop(t, *ring_slot(&t->ring, 0)); /* the oldest makes room */
 	if (!tsearch(c, &t->by_path, cmp_path)) {
 		container_free(c);
 		return -ENOMEM;
 	}
-	t->ring[(t->head + t->n) % t->cap] = c;
-	t->n++;
+	ring_push(&t->ring, c);
 	return 0;
 }
 
@@ -152,11 +132,30 @@ void containers_forget(struct wbg_containers *t, const char *path)
 const struct wbg_container *containers_find_id(const struct wbg_containers *t, const char *id)
 {
 	/* newest first: a reused id is its latest container */
-	for (size_t i = t->n; i > 0; i--) {
-		const struct wbg_container *c = t->ring[(t->head + i - 1) % t->cap];
+	for (size_t i = t->ring.n; i > 0; i--) {
+		const struct wbg_container *c = *ring_slot(&t->ring, i - 1);
 
 		if (strcmp(c->id, id) == 0)
 			return c;
 	}
 	return NULL;
+}
+
+int containers_check(const char *id, const char *cgroup, size_t n_annotations, char *rel, size_t rel_size, char *why,
+		     size_t why_size)
+{
+	if (!*id || strlen(id) > 1024) {
+		snprintf(why, why_size, "container id: empty or longer than 1024 bytes");
+		return -EINVAL;
+	}
+	if (oci_cgroup_path(cgroup, rel, rel_size) < 0) {
+		snprintf(why, why_size, "cgroup '%.1024s' (container %.256s) is not a cgroup path under the cgroupfs root",
+			 cgroup, id);
+		return -EINVAL;
+	}
+	if (n_annotations > WBG_CONTAINER_ANNOTATIONS_MAX) {
+		snprintf(why, why_size, "container %.256s: more than %d annotations", id, WBG_CONTAINER_ANNOTATIONS_MAX);
+		return -E2BIG;
+	}
+	return 0;
 }

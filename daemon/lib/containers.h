@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ring.h"
+
 #define WBG_CONTAINERS_MAX 16384
 #define WBG_CONTAINER_ANNOTATIONS_MAX 256
 
@@ -25,8 +27,7 @@ struct wbg_container {
 
 struct wbg_containers {
 	void *by_path;
-	struct wbg_container **ring; /* arrival order, for eviction */
-	size_t cap, head, n;
+	struct wbg_ring ring; /* arrival order, for eviction */
 	uint64_t next_seq;
 };
 
@@ -39,6 +40,10 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 const struct wbg_container *containers_find(const struct wbg_containers *t, const char *path);
 /* By the runtime's container id (the latest registration with it). */
 const struct wbg_container *containers_find_id(const struct wbg_containers *t, const char *id);
+static inline size_t containers_count(const struct wbg_containers *t)
+{
+	return t->ring.n;
+}
 void containers_forget(struct wbg_containers *t, const char *path);
 
 /* The pod, namespace and container name among a container's annotations, as
@@ -46,3 +51,10 @@ void containers_forget(struct wbg_containers *t, const char *path);
  * sandbox-name ...) set them; NULL where absent. */
 void container_k8s_names(const char *const *keys, const char *const *values, size_t n, const char **ret_pod,
 			 const char **ret_namespace, const char **ret_name);
+
+/* RegisterContainer's arguments as a tenant may have made them: a non-empty
+ * id of at most 1,024 bytes, a cgroup path under the cgroupfs root (written
+ * to rel, relative), at most WBG_CONTAINER_ANNOTATIONS_MAX annotations.
+ * -EINVAL or -E2BIG with why filled (naming the field and the container). */
+int containers_check(const char *id, const char *cgroup, size_t n_annotations, char *rel, size_t rel_size, char *why,
+		     size_t why_size);

@@ -9,9 +9,8 @@
 
 int departed_init(struct wbg_departed *d, size_t cap)
 {
-	*d = (struct wbg_departed){ .cap = cap };
-	d->ring = calloc(cap, sizeof(*d->ring)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
-	return d->ring ? 0 : -ENOMEM;
+	*d = (struct wbg_departed){ 0 };
+	return cap ? ring_init(&d->ring, cap) : -EINVAL;
 }
 
 static void entry_free(void *p)
@@ -25,30 +24,8 @@ static void entry_free(void *p)
 void departed_free(struct wbg_departed *d)
 {
 	tdestroy(d->by_id, entry_free);
-	free(d->ring);
+	ring_free(&d->ring);
 	*d = (struct wbg_departed){ 0 };
-}
-
-/* The ring holds entries in arrival order; dropped ones leave NULL holes
- * that the head skips. */
-static struct wbg_departed_entry **slot(struct wbg_departed *d, size_t i)
-{
-	return &d->ring[(d->head + i) % d->cap];
-}
-
-static void compact(struct wbg_departed *d)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < d->n; i++) {
-		struct wbg_departed_entry *e = *slot(d, i);
-
-		if (e)
-			*slot(d, j++) = e;
-	}
-	for (size_t i = j; i < d->n; i++)
-		*slot(d, i) = NULL;
-	d->n = j;
 }
 
 int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t *ret_evicted)
@@ -56,22 +33,20 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 	struct wbg_departed_entry key = { .id = id }, *e, **found;
 	uint64_t evicted = 0;
 
-	if (d->cap == 0)
+	if (d->ring.cap == 0)
 		return -EINVAL;
 	if (tfind(&key, &d->by_id, cmp_leading_u64)) {
 		*ret_evicted = 0;
 		return 0;
 	}
-	if (d->n == d->cap)
-		compact(d);
-	if (d->n == d->cap) {
-		struct wbg_departed_entry *old = *slot(d, 0);
+	if (ring_full(&d->ring))
+		ring_compact(&d->ring);
+	if (ring_full(&d->ring)) {
+		struct wbg_departed_entry *old = ring_pop(&d->ring);
 
 		evicted = old->id;
 		tdelete(old, &d->by_id, cmp_leading_u64);
 		entry_free(old);
-		d->head = (d->head + 1) % d->cap;
-		d->n--;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -83,7 +58,7 @@ int departed_add(struct wbg_departed *d, uint64_t id, const char *path, uint64_t
 		entry_free(e);
 		return -ENOMEM;
 	}
-	*slot(d, d->n++) = e;
+	ring_push(&d->ring, e);
 	*ret_evicted = evicted;
 	return 0;
 }
@@ -113,8 +88,9 @@ size_t departed_drop_released(struct wbg_departed *d, uint64_t cutoff, void (*f)
 	size_t dropped = 0;
 	uint64_t next = 0;
 
-	for (size_t i = 0; i < d->n; i++) {
-		struct wbg_departed_entry **s = slot(d, i), *e = *s;
+	for (size_t i = 0; i < d->ring.n; i++) {
+		void **s = ring_slot(&d->ring, i);
+		struct wbg_departed_entry *e = *s;
 
 		if (!e || !e->released)
 			continue;
@@ -131,7 +107,7 @@ size_t departed_drop_released(struct wbg_departed *d, uint64_t cutoff, void (*f)
 		dropped++;
 	}
 	if (dropped)
-		compact(d);
+		ring_compact(&d->ring);
 	if (ret_next)
 		*ret_next = next;
 	return dropped;

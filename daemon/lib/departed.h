@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ring.h"
+
 struct wbg_departed_entry {
 	uint64_t id;
 	char *path; /* relative to the cgroupfs root */
@@ -23,9 +25,8 @@ struct wbg_departed_entry {
 };
 
 struct wbg_departed {
-	void *by_id; /* tsearch tree */
-	struct wbg_departed_entry **ring; /* in arrival order, for eviction */
-	size_t cap, head, n;
+	void *by_id;          /* tsearch tree */
+	struct wbg_ring ring; /* in arrival order, for eviction */
 };
 
 int departed_init(struct wbg_departed *d, size_t cap);

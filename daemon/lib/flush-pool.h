@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "flush-ops.h"
@@ -109,3 +110,5 @@ int flush_job_add_waiter(struct flush_job *j, uint64_t handover_id);
 int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id);
 int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n);
 void flush_job_free(struct flush_job *j);
+/* Its metric families (wbguard_flush_*): workers, jobs, the budget. */
+void flush_pool_metrics(FILE *f, struct flush_pool *p);

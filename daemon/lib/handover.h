@@ -20,8 +20,6 @@
 #include "mountinfo.h"
 
 struct blockdevs;
-struct manager;
-struct sd_event_source;
 struct wbg_bpf;
 struct wbg_config;
 struct json_object;
@@ -74,9 +72,10 @@ struct wbg_plan {
 
 struct wbg_handover {
 	uint64_t id;
-	struct manager *owner;    /* timers call back with the handover */
-	struct sd_event_source *timeout_source;
-	struct wbg_handover *queue_next; /* on the manager's cleanup or verify queue */
+	struct wbg_handover *queue_next; /* on the cleanup or verify batch (handovers.h) */
+	struct wbg_handover *in_flight_next; /* while a flush runs: its timeout is due at t_timeout */
+	bool in_flight;
+	uint64_t t_timeout;
 	uint64_t verify_due;
 	uint64_t cgroup_id;
 	char *path;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "records.h"
 
 int records_open(struct wbg_records *r, const char *dir, uint64_t max)
@@ -67,4 +68,12 @@ void records_close(struct wbg_records *r)
 	if (r->f)
 		fclose(r->f);
 	r->f = NULL;
+}
+
+void records_metrics(FILE *f, const struct wbg_records *r)
+{
+	metric_counter(f, "wbguard_records_rotations_total",
+		       "Times handovers.jsonl reached records_max_size and was rotated.", r->rotations);
+	metric_counter(f, "wbguard_records_errors_total", "Handover records that could not be written to handovers.jsonl.",
+		       r->errors);
 }

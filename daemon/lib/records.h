@@ -24,3 +24,5 @@ int records_open(struct wbg_records *r, const char *dir, uint64_t max);
 /* One line (without its newline); rotates first when it would not fit. */
 void records_append(struct wbg_records *r, const char *line);
 void records_close(struct wbg_records *r);
+/* Its metric families (wbguard_records_*). */
+void records_metrics(FILE *f, const struct wbg_records *r);

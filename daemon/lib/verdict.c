@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cgroup-util.h"
+#include "log.h"
+#include "metrics.h"
 #include "macro.h"
 #include "verdict.h"
 
@@ -57,4 +60,71 @@ void evidence_read_static(const char *kallsyms, const char *tracefs, int has_dev
 	/* "field:dev_t dev;" in the event's format */
 	snprintf(p, sizeof(p), "%s/events/writeback/flush_foreign/format", tracefs);
 	e->tp_dev_field = read_small_file_at(AT_FDCWD, p, 64 * 1024, &fmt) >= 0 && strstr(fmt, " dev;") != NULL;
+}
+
+void verdicts_init(struct wbg_verdicts *v, const struct wbg_evidence *static_evidence)
+{
+	*v = (struct wbg_verdicts){ .evidence = *static_evidence, .dying_wb = _WBG_VERDICT_MAX,
+				    .bdev_flush = _WBG_VERDICT_MAX }; /* so the first update logs */
+}
+
+void verdicts_update(struct wbg_verdicts *v, const struct wbg_evidence *observed, uint64_t now)
+{
+	const struct wbg_evidence *e = &v->evidence;
+	enum wbg_verdict d, b;
+
+	v->checked_usec = now;
+	if (observed)
+		v->evidence = *observed;
+	d = verdict_dying_wb(e);
+	b = verdict_bdev_flush(e);
+	if (d != v->dying_wb)
+		log_info("Kernel dying-wb fallback: %s (symbol %s, dying wbs found %" PRIu64
+			 ", foreign flushes to dying wbs: %" PRIu64 " ok, %" PRIu64 " -ENOENT)",
+			 wbg_verdict_to_string(d), e->sym_lookup_dying ? "present" : "absent", e->lookup_dying_found,
+			 e->ok_to_dying, e->enoent_to_dying);
+	if (b != v->bdev_flush)
+		log_info("Kernel flushes foreign bdev mappings separately: %s%s (symbol %s, flush_foreign dev field %s, "
+			 "bdev flushes seen %" PRIu64 ", foreign bdev dirtying on its own path %" PRIu64
+			 ", on the owner-wb path %" PRIu64 ")",
+			 wbg_verdict_to_string(b), verdict_bdev_dormant(e) ? " (code present but dormant)" : "",
+			 e->sym_bdev_flush ? "present" : "absent", e->tp_dev_field ? "present" : "absent", e->bdev_flushes,
+			 e->bdev_dirty_own_path, e->bdev_dirty_shared_path);
+	v->dying_wb = d;
+	v->bdev_flush = b;
+}
+
+void verdicts_metrics(FILE *f, const struct wbg_verdicts *v)
+{
+	const struct wbg_evidence *e = &v->evidence;
+
+	metric_family(f, "wbguard_kernel_dying_wb_fallback", "gauge",
+		      "Whether the kernel's foreign flushes reach dying wbs (seed 000): 1 on the state that holds.");
+	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
+		fprintf(f, "wbguard_kernel_dying_wb_fallback{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->dying_wb == k);
+	metric_family(f, "wbguard_kernel_dying_wb_fallback_evidence", "gauge",
+		      "What the dying-wb verdict rests on: the symbol (0/1), foreign flushes to dying wbs that "
+		      "succeeded and that got -ENOENT since wbguardd started.");
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"symbol\"} %d\n", e->sym_lookup_dying);
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"ok_to_dying\"} %" PRIu64 "\n", e->ok_to_dying);
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"enoent_to_dying\"} %" PRIu64 "\n",
+		e->enoent_to_dying);
+	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"dying_wb_found\"} %" PRIu64 "\n",
+		e->lookup_dying_found);
+	metric_family(f, "wbguard_kernel_bdev_foreign_flush", "gauge",
+		      "Whether the kernel flushes foreign block-device mappings separately (seed 001).");
+	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
+		fprintf(f, "wbguard_kernel_bdev_foreign_flush{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->bdev_flush == k);
+	metric_family(f, "wbguard_kernel_bdev_foreign_flush_evidence", "gauge",
+		      "What the bdev verdict rests on: its symbol, and a dev field in writeback:flush_foreign.");
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"symbol\"} %d\n", e->sym_bdev_flush);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"tracepoint_dev_field\"} %d\n",
+		e->tp_dev_field);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_flushes_seen\"} %" PRIu64 "\n",
+		e->bdev_flushes);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_own_path\"} %" PRIu64 "\n",
+		e->bdev_dirty_own_path);
+	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_owner_wb_path\"} %" PRIu64 "\n",
+		e->bdev_dirty_shared_path);
+
 }

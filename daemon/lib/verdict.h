@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum wbg_verdict { WBG_VERDICT_UNKNOWN, WBG_VERDICT_ACTIVE, WBG_VERDICT_MISSING, _WBG_VERDICT_MAX };
 
@@ -50,3 +51,19 @@ const char *wbg_verdict_to_string(enum wbg_verdict v);
  * format file under tracefs. Paths are given so tests can use fixtures;
  * missing files leave the fields false. */
 void evidence_read_static(const char *kallsyms, const char *tracefs, int has_dev_field, struct wbg_evidence *e);
+
+/* The verdicts as wbguardd holds them: refreshed on a timer and at a
+ * handover's end, never by a reader (a scrape, a status call, Verify). */
+struct wbg_verdicts {
+	struct wbg_evidence evidence;
+	enum wbg_verdict dying_wb, bdev_flush;
+	uint64_t checked_usec;
+};
+
+/* Unknown, and logged at the first update. */
+void verdicts_init(struct wbg_verdicts *v, const struct wbg_evidence *static_evidence);
+/* New observed evidence (bpf_evidence NULL: none, only the static part);
+ * the verdicts follow, and a change is logged. */
+void verdicts_update(struct wbg_verdicts *v, const struct wbg_evidence *observed, uint64_t now);
+/* Their metric families (wbguard_kernel_*). */
+void verdicts_metrics(FILE *f, const struct wbg_verdicts *v);

@@ -13,6 +13,7 @@
 #include "cgroup-util.h"
 #include "log.h"
 #include "macro.h"
+#include "metrics.h"
 #include "watch-cgroupfs.h"
 
 #define DIR_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -427,4 +428,21 @@ int watch_process(struct wbg_watch *w)
 		return watch_rescan(w);
 	}
 	return 0;
+}
+
+void watch_metrics(FILE *f, const struct wbg_watch *w)
+{
+	metric_counter(f, "wbguard_inotify_overflows_total", "inotify queue overflows (each answered by a rescan).",
+		       w->overflows);
+	metric_counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
+		       w->watch_failures);
+	metric_counter(f, "wbguard_cgroup_paths_too_long_total",
+		       "Cgroups not tracked because their path is longer than PATH_MAX.", w->paths_too_long);
+	metric_counter(f, "wbguard_cgroups_too_deep_total",
+		       "Cgroups not tracked because they are deeper than [daemon] max_depth.", w->paths_too_deep);
+	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
+		       w->rescans > 0 ? w->rescans - 1 : 0);
+	metric_counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",
+		       w->rescan_removals);
+	metric_value(f, "wbguard_tracked_cgroups", "gauge", "Cgroups wbguardd tracks now.", (double)w->reg->n);
 }

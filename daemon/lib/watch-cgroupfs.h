@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "registry.h"
 
@@ -53,3 +54,6 @@ int watch_process(struct wbg_watch *w);
 /* Whether the path is in one of the configured subtrees (or an ancestor
  * of one, which must be watched so the subtree's creation is seen). */
 bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ancestor_only);
+/* Its metric families: inotify overflows and refused watches, cgroups not
+ * tracked (too deep, path too long), rescans, tracked cgroups. */
+void watch_metrics(FILE *f, const struct wbg_watch *w);

@@ -15,7 +15,6 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "metrics-http.h"
 
 
 static int check_root(sd_bus_message *msg, sd_bus_error *error)
@@ -160,37 +159,37 @@ static int method_handovers(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	struct manager *m = userdata;
 	uint32_t limit;
-	uint64_t n, first;
 	int r;
 
 	CHECK_ROOT(msg, error);
 	r = sd_bus_message_read(msg, "u", &limit);
 	if (r < 0)
 		return r;
-	n = m->recent_handover_next < WBG_RECENT_MAX ? m->recent_handover_next : WBG_RECENT_MAX;
-	if (limit && limit < n)
-		n = limit;
-	first = m->recent_handover_next - n;
 	r = sd_bus_message_new_method_return(msg, &reply);
 	if (r >= 0)
 		r = sd_bus_message_open_container(reply, 'a', "s");
 	/* oldest first, as in handovers.jsonl */
-	for (uint64_t i = first; r >= 0 && i < m->recent_handover_next; i++)
-		r = sd_bus_message_append(reply, "s", m->recent[i % WBG_RECENT_MAX].json ?: "{}");
+	for (uint64_t i = handovers_recent_first(&m->handovers, limit); r >= 0 && i < m->handovers.n_recent; i++) {
+		const struct wbg_recent *rec = handovers_recent_at(&m->handovers, i);
+
+		r = sd_bus_message_append(reply, "s", rec && rec->json ? rec->json : "{}");
+	}
 	if (r >= 0)
 		r = sd_bus_message_close_container(reply);
 	return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* The verdicts from the evidence as it is now, without storing them: a
+ * probe changes nothing another reader sees. */
 static int method_verify(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
-	struct manager *m = userdata;
-	const struct wbg_evidence *e = &m->evidence;
+	struct wbg_verdicts v;
+	const struct wbg_evidence *e = &v.evidence;
 
 	CHECK_ROOT(msg, error);
-	manager_refresh_verdict(m);
+	manager_probe_verdict(userdata, &v);
 	return sd_bus_reply_method_return(
-		msg, "ssa{st}", wbg_verdict_to_string(m->dying_wb), wbg_verdict_to_string(m->bdev_flush), 7,
+		msg, "ssa{st}", wbg_verdict_to_string(v.dying_wb), wbg_verdict_to_string(v.bdev_flush), 7,
 		"ok_to_dying", e->ok_to_dying, "enoent_to_dying", e->enoent_to_dying, "dying_wb_found",
 		e->lookup_dying_found, "bdev_flushes", e->bdev_flushes, "bdev_dirty_own_path", e->bdev_dirty_own_path,
 		"bdev_dirty_owner_wb_path", e->bdev_dirty_shared_path, "dormant", (uint64_t)verdict_bdev_dormant(e));
@@ -226,21 +225,18 @@ static int method_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *err
 static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
 	struct manager *m = userdata;
-	uint64_t total = 0;
 	unsigned cur = 0;
 
 	CHECK_ROOT(msg, error);
-	for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
-		for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
-			total += m->handovers[t][o];
-	(void)sysctl_keeper_read(&m->sysctl, &cur);
+	(void)sysctl_keeper_read(expiry_sysctl(&m->expiry), &cur);
 	return sd_bus_reply_method_return(
 		msg, "a{sv}", 12, "version", "s", WBGUARD_VERSION, "dying_wb_fallback", "s",
-		wbg_verdict_to_string(m->dying_wb), "bdev_foreign_flush", "s", wbg_verdict_to_string(m->bdev_flush),
-		"mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL, "system_bus", "b", m->bus_name_owned,
-		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers", "t", (uint64_t)m->containers.n,
-		"active_handovers", "t", (uint64_t)m->n_active, "handovers_total", "t", total,
-		"flushed_device_bytes", "t", m->flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
+		wbg_verdict_to_string(m->verdicts.dying_wb), "bdev_foreign_flush", "s",
+		wbg_verdict_to_string(m->verdicts.bdev_flush), "mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL,
+		"system_bus", "b", m->bus_name_owned, "tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
+		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->handovers.n_active,
+		"handovers_total", "t", handovers_total(&m->handovers), "flushed_device_bytes", "t",
+		m->handovers.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
 }
 
 static int property_verdict(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -249,8 +245,8 @@ static int property_verdict(sd_bus *bus, const char *path, const char *interface
 	struct manager *m = userdata;
 
 	return sd_bus_message_append(reply, "s",
-				     wbg_verdict_to_string(strcmp(property, "DyingWbFallback") == 0 ? m->dying_wb
-												     : m->bdev_flush));
+				     wbg_verdict_to_string(strcmp(property, "DyingWbFallback") == 0 ? m->verdicts.dying_wb
+												     : m->verdicts.bdev_flush));
 }
 
 static int property_simple(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -267,16 +263,16 @@ static int property_counter(sd_bus *bus, const char *path, const char *interface
 			    sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
 	struct manager *m = userdata;
-	uint64_t v = 0;
+	uint64_t v;
 
 	if (strcmp(property, "TrackedCgroups") == 0)
 		v = m->reg.n;
 	else if (strcmp(property, "RegisteredContainers") == 0)
-		v = m->containers.n;
+		v = containers_count(&m->containers);
+	else if (strcmp(property, "FlushedDeviceBytes") == 0)
+		v = m->handovers.stats.flushed_device_bytes;
 	else
-		for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
-			for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
-				v += m->handovers[t][o];
+		v = handovers_total(&m->handovers);
 	return sd_bus_message_append(reply, "t", v);
 }
 
@@ -289,7 +285,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_PROPERTY("TrackedCgroups", "t", property_counter, 0, 0),
 	SD_BUS_PROPERTY("RegisteredContainers", "t", property_counter, 0, 0),
 	SD_BUS_PROPERTY("HandoversTotal", "t", property_counter, 0, 0),
-	SD_BUS_PROPERTY("FlushedDeviceBytes", "t", NULL, offsetof(struct manager, flushed_device_bytes), 0),
+	SD_BUS_PROPERTY("FlushedDeviceBytes", "t", property_counter, 0, 0),
 	SD_BUS_METHOD_WITH_ARGS("RegisterContainer",
 				SD_BUS_ARGS("s", id, "s", cgroup, "s", bundle, "a{ss}", annotations),
 				SD_BUS_NO_RESULT, method_register, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -315,9 +311,23 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
-int manager_bus_add_objects(struct manager *m, sd_bus *bus)
+int manager_bus_add_objects(sd_bus *bus, void *userdata)
 {
-	return sd_bus_add_object_vtable(bus, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, manager_vtable, m);
+	return sd_bus_add_object_vtable(bus, NULL, WBG_BUS_PATH, WBG_BUS_IFACE, manager_vtable, userdata);
+}
+
+static bool call_on_bus(void *call, const void *bus)
+{
+	return sd_bus_message_get_bus(call) == bus;
+}
+
+void manager_bus_closed(sd_bus *bus, void *userdata)
+{
+	struct manager *m = userdata;
+	unsigned n = handovers_drop_waiters(&m->handovers, call_on_bus, bus);
+
+	if (n)
+		log_debug("Dropped %u flush waiter(s) of a control connection that closed", n);
 }
 
 static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
@@ -335,14 +345,19 @@ static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_erro
 	return 0;
 }
 
-void manager_bus_request_name(struct manager *m)
+void manager_bus_connected(void *userdata, sd_bus *bus)
 {
+	struct manager *m = userdata;
 	int r;
 
 	m->bus_name_owned = false;
-	r = manager_bus_add_objects(m, m->bus);
+	if (!bus) {
+		manager_bus_closed(m->systemd.bus, m); /* its callers are gone with it */
+		return;
+	}
+	r = manager_bus_add_objects(bus, m);
 	if (r >= 0)
-		r = sd_bus_request_name_async(m->bus, NULL, WBG_BUS_NAME, 0, on_name, m);
+		r = sd_bus_request_name_async(bus, NULL, WBG_BUS_NAME, 0, on_name, m);
 	if (r < 0)
 		log_warning_errno(r, "Cannot offer the control API on the system bus");
 }

@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* /metrics over HTTP (libmicrohttpd without threads of its own: its epoll fd
- * is a source on our loop, so a scrape reads counters with no locking). */
+/* /metrics, /livez and /readyz over HTTP (libmicrohttpd without threads of
+ * its own: its epoll fd is a source on our loop, so a scrape reads counters
+ * with no locking). Bounded: 64 connections, 4 per address. */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <systemd/sd-event.h>
 
-struct manager;
+struct MHD_Daemon;
 
-int metrics_http_start(struct manager *m);
-void metrics_http_stop(struct manager *m);
-/* The whole exposition, as a scrape sees it. */
-void metrics_write(const struct manager *m, FILE *f);
-/* Its kernel part, from the BPF counters (metrics-kernel.c). */
-void metrics_write_kernel(FILE *f, const struct manager *m);
-/* The configured textfile, rewritten atomically; force ignores the throttle. */
-void metrics_textfile_update(struct manager *m, bool force);
+struct wbg_metrics_http {
+	sd_event *event;
+	struct MHD_Daemon *mhd;
+	sd_event_source *io_source, *timer_source;
+	uint64_t scrapes;
+	/* the exposition, and whether the daemon is up (/readyz) */
+	void (*write)(FILE *f, void *userdata);
+	bool (*ready)(void *userdata);
+	void *userdata;
+};
+
+/* listen: "host:port", or "" for none. */
+int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,
+		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata);
+void metrics_http_stop(struct wbg_metrics_http *m);

@@ -10,16 +10,17 @@
 
 #include "bpf-programs.h"
 #include "macro.h"
-#include "manager.h"
-#include "metrics-http.h"
+#include "series.h"
+#include "metrics.h"
+#include "metrics-kernel.h"
 
 /* A cgroup's labels: id as cAdvisor has it (the path from the cgroupfs root
  * with a leading '/'), escaped; and pod, namespace and container (cAdvisor's
  * names too) when the OCI hook registered it as a pod's. NULL for cgroups we
  * cannot name: their counts are in the node-wide totals only. */
-static char *cgroup_labels(const struct manager *m, uint64_t id)
+static char *cgroup_labels(const struct wbg_kernel_view *m, uint64_t id)
 {
-	const char *path = manager_cgroup_path(m, id);
+	const char *path = series_cgroup_path(m->series, id);
 	const struct wbg_container *ct;
 	char *buf = NULL;
 	size_t n = 0;
@@ -30,7 +31,7 @@ static char *cgroup_labels(const struct manager *m, uint64_t id)
 	fputs("id=\"/", f);
 	metric_label_value(f, path);
 	fputc('"', f);
-	ct = containers_find(&m->containers, path);
+	ct = containers_find(m->containers, path);
 	if (ct && ct->pod) {
 		const char *names[] = { "pod", ct->pod, "namespace", ct->namespace, "container", ct->name };
 
@@ -50,7 +51,7 @@ static char *cgroup_labels(const struct manager *m, uint64_t id)
 /* Per-target-cgroup foreign flush results; several error codes fold into
  * "other", and cgroups sharing a path into one series. */
 struct rows_ctx {
-	const struct manager *m;
+	const struct wbg_kernel_view *m;
 	struct metric_rows rows;
 };
 
@@ -78,7 +79,7 @@ static int add_wbid(uint64_t cgroup_id, const struct wbg_wbid_counts *n, void *u
 	return 0;
 }
 
-static void write_cgroup_wbid(FILE *f, const struct manager *m)
+static void write_cgroup_wbid(FILE *f, const struct wbg_kernel_view *m)
 {
 	struct rows_ctx c = { .m = m };
 
@@ -94,7 +95,7 @@ static void write_cgroup_wbid(FILE *f, const struct manager *m)
 enum { ROWS_PAUSES, ROWS_PAUSE_SECONDS, ROWS_SWITCHES, _ROWS_MAX };
 
 struct stats_rows {
-	const struct manager *m;
+	const struct wbg_kernel_view *m;
 	struct metric_rows rows[_ROWS_MAX];
 };
 
@@ -125,7 +126,7 @@ static void write_rows(FILE *f, const char *name, const char *help, struct metri
 	metric_rows_write(f, name, rows);
 }
 
-static bool attached(const struct manager *m, const char *prog)
+static bool attached(const struct wbg_kernel_view *m, const char *prog)
 {
 	return m->bpf && wbg_bpf_attached(m->bpf, prog) > 0;
 }
@@ -143,7 +144,7 @@ static int write_prog(const char *name, bool ok, const char *why, void *userdata
 /* The kernel's side, from the BPF counters: exact node-wide totals, then
  * the per-cgroup series. A family is left out when its program is not
  * attached, so a missing counter never reads as zero. */
-void metrics_write_kernel(FILE *f, const struct manager *m)
+void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 {
 	struct stats_rows cs = { .m = m };
 	uint64_t t[_WBG_TOTAL_MAX];

@@ -6,7 +6,6 @@
 #include "containers.h"
 #include "fuzz.h"
 #include "macro.h"
-#include "oci.h"
 
 #define FIELDS_MAX 64
 
@@ -17,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	_cleanup_free_ char *s = fuzz_string(data, size);
 	const char *f[FIELDS_MAX];
 	size_t n = 0;
-	char rel[4096];
+	char rel[4096] = "", why[256] = "";
 
 	if (!s)
 		return 0;
@@ -31,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			f[n++] = s + i;
 	if (n < 3)
 		return 0;
-	/* as manager_register_container: the cgroup must be one under the root */
-	if (oci_cgroup_path(f[1], rel, sizeof(rel)) == 0) {
+	/* manager_register_container's own check, then the table */
+	if (containers_check(f[0], f[1], (n - 3) / 2, rel, sizeof(rel), why, sizeof(why)) == 0) {
 		size_t pairs = (n - 3) / 2;
 		const char *keys[FIELDS_MAX], *values[FIELDS_MAX];
 
@@ -44,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* only ENOMEM fails */
 		if (!containers_find(&t, rel) || !containers_find_id(&t, f[0]))
 			abort(); /* what was registered is found */
-	}
+	} else if (!why[0])
+		abort(); /* a refusal says why */
 	(void)containers_find_id(&t, f[2]);
 	if (n > 3 && (f[3][0] & 1))
 		containers_forget(&t, rel);

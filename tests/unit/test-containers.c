@@ -37,7 +37,7 @@ int main(void)
 	CHECK(c && streq(c->id, "a") && streq(c->pod, "web-0") && streq(c->dirty_expire, "1s"), "found by path, fields");
 	CHECK(containers_register(&t, "k/b", "b", "/b/b", ctrd_k, ctrd_v, N(ctrd_k)) == 0, "register b");
 	CHECK(containers_find(&t, "k/b") && !containers_find(&t, "k/b")->dirty_expire, "b has no expiry annotation");
-	CHECK(containers_register(&t, "k/a", "a2", "/b/a2", NULL, NULL, 0) == 0 && t.n == 2,
+	CHECK(containers_register(&t, "k/a", "a2", "/b/a2", NULL, NULL, 0) == 0 && containers_count(&t) == 2,
 	      "the same path again replaces it");
 	c = containers_find(&t, "k/a");
 	CHECK(c && streq(c->id, "a2") && !c->pod, "the new registration's fields");
@@ -45,16 +45,16 @@ int main(void)
 	CHECK(containers_register(&t, "k/c", "c", "", NULL, NULL, 0) == 0 &&
 		      containers_register(&t, "k/d", "d", "", NULL, NULL, 0) == 0,
 	      "fill up");
-	CHECK(t.n == 3 && !containers_find(&t, "k/b") && containers_find(&t, "k/a") && containers_find(&t, "k/d"),
+	CHECK(containers_count(&t) == 3 && !containers_find(&t, "k/b") && containers_find(&t, "k/a") && containers_find(&t, "k/d"),
 	      "full: the oldest (b) made room");
 	containers_forget(&t, "k/a");
-	CHECK(t.n == 2 && !containers_find(&t, "k/a") && containers_find(&t, "k/c"), "forget");
+	CHECK(containers_count(&t) == 2 && !containers_find(&t, "k/a") && containers_find(&t, "k/c"), "forget");
 	CHECK(containers_register(&t, "k/e", "e", "", NULL, NULL, 0) == 0 &&
-		      containers_register(&t, "k/f", "f", "", NULL, NULL, 0) == 0 && t.n == 3 &&
+		      containers_register(&t, "k/f", "f", "", NULL, NULL, 0) == 0 && containers_count(&t) == 3 &&
 		      !containers_find(&t, "k/c") && containers_find(&t, "k/d") && containers_find(&t, "k/f"),
 	      "after a forget, eviction keeps arrival order");
 	containers_forget(&t, "nope");
-	CHECK(t.n == 3, "forgetting an unknown path is a no-op");
+	CHECK(containers_count(&t) == 3, "forgetting an unknown path is a no-op");
 	containers_free(&t);
 	return tap_done();
 }

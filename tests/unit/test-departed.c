@@ -19,7 +19,7 @@ int main(void)
 
 	CHECK(departed_init(&d, 3) == 0, "init");
 	CHECK(departed_add(&d, 10, "a/b", &ev) == 0 && ev == 0, "add 10");
-	CHECK(departed_add(&d, 10, "a/b", &ev) == 0 && ev == 0 && d.n == 1, "adding again keeps one entry");
+	CHECK(departed_add(&d, 10, "a/b", &ev) == 0 && ev == 0 && d.ring.n == 1, "adding again keeps one entry");
 	CHECK(departed_add(&d, 11, "a/c", &ev) == 0 && departed_add(&d, 12, "a/d", &ev) == 0 && ev == 0,
 	      "add 11, 12");
 	CHECK(departed_find(&d, 11) && strcmp(departed_find(&d, 11)->path, "a/c") == 0, "find by id");
@@ -37,7 +37,7 @@ int main(void)
 	}
 	CHECK(departed_drop_released(&d, 1000, note, &sum, NULL) == 1 && sum == 12,
 	      "its retention over: dropped, callback first");
-	CHECK(!departed_find(&d, 12) && d.n == 2, "dropped");
+	CHECK(!departed_find(&d, 12) && d.ring.n == 2, "dropped");
 	CHECK(departed_add(&d, 14, "a/f", &ev) == 0 && ev == 0, "a dropped entry's room is reused");
 	CHECK(departed_add(&d, 15, "a/g", &ev) == 0 && ev == 11, "then the oldest left (11) goes");
 	CHECK(departed_find(&d, 13) && departed_find(&d, 14) && departed_find(&d, 15), "13, 14, 15 kept in order");
@@ -45,7 +45,7 @@ int main(void)
 	departed_mark_released(&d, 15, 6);
 	departed_mark_released(&d, 15, 900); /* released twice: the first time counts */
 	sum = 0;
-	CHECK(departed_drop_released(&d, 10, note, &sum, NULL) == 2 && sum == 28 && d.n == 1, "two dropped at once");
+	CHECK(departed_drop_released(&d, 10, note, &sum, NULL) == 2 && sum == 28 && d.ring.n == 1, "two dropped at once");
 	CHECK(departed_add(&d, 16, "x", &ev) == 0 && departed_add(&d, 17, "y", &ev) == 0 && ev == 0 &&
 		      departed_add(&d, 18, "z", &ev) == 0 && ev == 14,
 	      "eviction order still oldest first after drops");

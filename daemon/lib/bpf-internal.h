@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The BPF object's state, between its loader (bpf-programs.c) and its map
+ * readers (bpf-maps.c) only. */
+#pragma once
+
+#include "bpf-programs.h"
+#include "wbguard.skel.h"
+
+#define WBG_PROGS_MAX 32
+
+struct wbg_bpf {
+	struct wbguard_bpf *skel;
+	unsigned groups; /* what loaded */
+	/* per program: attached, or why not */
+	struct {
+		const char *name;
+		struct bpf_link *link;
+		char why[96]; /* empty when attached or not asked for */
+	} progs[WBG_PROGS_MAX];
+	unsigned n_progs;
+	struct ring_buffer *rmdir_rb;
+	wbg_rmdir_cb rmdir_cb;
+	void *rmdir_userdata;
+	uint64_t devset_deletes; /* cgroup_devs entries we deleted (the BPF side counts inserts) */
+};
+

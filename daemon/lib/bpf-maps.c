@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Reading and arming the BPF maps: counters, per-cgroup series, what each
+ * cgroup dirtied, the lifecycle ring, the evidence and expiry arming. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf-internal.h"
+#include "cgroup-util.h"
+#include "log.h"
+#include "macro.h"
+
+int wbg_bpf_attached(const struct wbg_bpf *b, const char *prog)
+{
+	for (unsigned i = 0; i < b->n_progs; i++)
+		if (strcmp(b->progs[i].name, prog) == 0)
+			return b->progs[i].link != NULL;
+	return -ENOENT;
+}
+
+int wbg_bpf_foreach_program(const struct wbg_bpf *b, wbg_prog_cb cb, void *userdata)
+{
+	for (unsigned i = 0; b && i < b->n_progs; i++) {
+		int r = cb(b->progs[i].name, b->progs[i].link != NULL, b->progs[i].why, userdata);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int wbg_bpf_totals(const struct wbg_bpf *b, uint64_t ret[_WBG_TOTAL_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(b->skel->maps.totals);
+	_cleanup_free_ uint64_t *v = NULL;
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
+
+	if (ncpu < 0)
+		return ncpu;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (__u32 k = 0; k < _WBG_TOTAL_MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, v) < 0)
+			return -errno;
+		for (int c = 0; c < ncpu; c++)
+			t[k] += v[c];
+	}
+	memcpy(ret, t, sizeof(t));
+	return 0;
+}
+
+int wbg_bpf_drop_cgroup_series(const struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_stats), &cgroup_id);
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.wbid_results), &cgroup_id);
+	return 0;
+}
+
+const char *wbg_wbid_result_to_string(unsigned r)
+{
+	static const char *const names[_WBG_WBID_RESULT_MAX] = { "ok", "enoent", "other" };
+
+	return r < _WBG_WBID_RESULT_MAX ? names[r] : "?";
+}
+
+const char *wbg_target_state_to_string(uint32_t s)
+{
+	switch (s) {
+	case WBG_TARGET_LIVE:
+		return "live";
+	case WBG_TARGET_DYING:
+		return "dying";
+	default:
+		return "unknown";
+	}
+}
+
+/* Every (key, value) of a hash map, in batches where the kernel has them. */
+typedef int (*map_cb)(const void *key, const void *value, void *userdata);
+
+static int map_scan(int fd, size_t ksize, size_t vsize, map_cb cb, void *userdata)
+{
+	enum { BATCH = 1024 };
+	_cleanup_free_ char *keys = malloc(ksize * BATCH), *vals = malloc(vsize * BATCH), *prev = malloc(ksize),
+			    *next = malloc(ksize);
+	__u64 in = 0, out = 0;
+	bool first = true;
+	int r;
+
+	if (!keys || !vals || !prev || !next)
+		return -ENOMEM;
+	for (;;) {
+		__u32 count = BATCH;
+
+		r = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL);
+		if (r < 0 && errno != ENOENT) {
+			if (!first || (errno != EINVAL && errno != ENOTSUP /* = EOPNOTSUPP */))
+				return -errno;
+			break; /* no batch ops: walk key by key below */
+		}
+		for (__u32 i = 0; i < count; i++) {
+			int k = cb(keys + i * ksize, vals + i * vsize, userdata);
+
+			if (k < 0)
+				return k;
+		}
+		if (r < 0) /* ENOENT: that was the last batch */
+			return 0;
+		in = out;
+		first = false;
+	}
+	for (void *p = NULL; bpf_map_get_next_key(fd, p, next) == 0; p = prev) {
+		memcpy(prev, next, ksize);
+		if (bpf_map_lookup_elem(fd, prev, vals) < 0)
+			continue;
+		r = cb(prev, vals, userdata);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+struct wbid_walk {
+	wbg_wbid_cb cb;
+	void *userdata;
+};
+
+static int wbid_cb(const void *key, const void *value, void *userdata)
+{
+	struct wbid_walk *w = userdata;
+
+	return w->cb(*(const __u64 *)key, value, w->userdata);
+}
+
+int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata)
+{
+	struct wbid_walk w = { cb, userdata };
+
+	return map_scan(bpf_map__fd(b->skel->maps.wbid_results), sizeof(__u64), sizeof(struct wbg_wbid_counts), wbid_cb,
+			&w);
+}
+
+/* The inode keys of one cgroup, gathered by a map scan. */
+struct collect {
+	__u64 cgroup_id;
+	size_t n, cap;
+	struct wbg_inode_key *v;
+};
+
+static int collect_cb(const void *key, const void *value, void *userdata)
+{
+	struct collect *c = userdata;
+	const struct wbg_inode_key *k = key;
+
+	if (k->cgroup_id != c->cgroup_id)
+		return 0;
+	if (c->n == c->cap) {
+		struct wbg_inode_key *v = realloc(c->v, (c->cap = c->cap ? c->cap * 2 : 16) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+	}
+	c->v[c->n++] = *k;
+	return 0;
+}
+
+int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
+			bool *ret_overflow, bool *ret_found)
+{
+	struct wbg_cgroup_devs v;
+	struct wbg_dirtied_dev *d;
+	bool found = true;
+	size_t n = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id, &v) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		v = (struct wbg_cgroup_devs){ 0 }; /* dirtied nothing, or evicted (the caller asks which may be) */
+		found = false;
+	}
+	d = calloc(WBG_DEVS_PER_CGROUP, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < WBG_DEVS_PER_CGROUP; i++)
+		if (v.slot[i].tag)
+			d[n++] = (struct wbg_dirtied_dev){ .dev = WBG_DEV_TAG_DEV(v.slot[i].tag),
+							   .kind = WBG_DEV_TAG_KIND(v.slot[i].tag),
+							   .folios = v.slot[i].folios,
+							   .last_ns = v.slot[i].last_ns };
+	*ret = d;
+	*ret_n = n;
+	*ret_overflow = v.overflow != 0;
+	*ret_found = found;
+	return 0;
+}
+
+static uint64_t devset_inserts(const struct wbg_bpf *b)
+{
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
+
+	return wbg_bpf_totals(b, t) < 0 ? 0 : t[WBG_T_DEVSET_INSERTS];
+}
+
+bool wbg_bpf_devsets_may_have_evicted(const struct wbg_bpf *b)
+{
+	uint64_t ins = devset_inserts(b), del = b->devset_deletes;
+
+	/* half the bound: the kernel's LRU keeps per-CPU free lists and may
+	 * start evicting before it is full */
+	return ins > del && ins - del > bpf_map__max_entries(b->skel->maps.cgroup_devs) / 2;
+}
+
+int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret)
+{
+	int fd = bpf_map__fd(b->skel->maps.cgroup_devs);
+	uint64_t key, next, held = 0, ins = devset_inserts(b), del = b->devset_deletes;
+	void *prev = NULL;
+
+	if (!wbg_bpf_devsets_may_have_evicted(b)) {
+		*ret = 0;
+		return 0;
+	}
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		held++;
+		key = next;
+		prev = &key;
+	}
+	*ret = ins > del + held ? ins - del - held : 0;
+	return 0;
+}
+
+int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
+			  bool *ret_complete)
+{
+	struct collect c = { .cgroup_id = cgroup_id };
+	struct wbg_cgroup_inodes ci = { 0 };
+	int r;
+
+	r = map_scan(bpf_map__fd(b->skel->maps.dirtied_inodes), sizeof(struct wbg_inode_key), sizeof(__u64),
+		     collect_cb, &c);
+	if (r < 0) {
+		free(c.v);
+		return r;
+	}
+	(void)bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id, &ci);
+	/* Incomplete when the per-cgroup bound was hit, or when the LRU
+	 * evicted some of what was counted. */
+	*ret_complete = !ci.overflow && c.n >= ci.count;
+	*ret = c.v;
+	*ret_n = c.n;
+	return 0;
+}
+
+/* O(1) whatever the node's size: the device set and the inode count go;
+ * the cgroup's entries in dirtied_inodes are left to that map's LRU (cgroup
+ * ids are never reused, and nothing touches them again, so they are the
+ * first evicted). */
+int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id) == 0)
+		b->devset_deletes++;
+	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
+	return 0;
+}
+
+struct stats_walk {
+	wbg_stats_cb cb;
+	void *userdata;
+};
+
+static int stats_cb(const void *key, const void *value, void *userdata)
+{
+	const struct stats_walk *w = userdata;
+
+	return w->cb(*(const __u64 *)key, value, w->userdata);
+}
+
+int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void *userdata)
+{
+	struct stats_walk w = { cb, userdata };
+
+	return map_scan(bpf_map__fd(b->skel->maps.cgroup_stats), sizeof(__u64), sizeof(struct wbg_cgroup_stats),
+			stats_cb, &w);
+}
+
+static int rmdir_sample(void *ctx, void *data, size_t size)
+{
+	struct wbg_bpf *b = ctx;
+
+	if (size < sizeof(struct wbg_rmdir_event))
+		return 0;
+	return b->rmdir_cb(data, b->rmdir_userdata);
+}
+
+int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata)
+{
+	if (!(b->groups & WBG_BPF_RMDIR))
+		return -EOPNOTSUPP;
+	b->rmdir_cb = cb;
+	b->rmdir_userdata = userdata;
+	b->rmdir_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.rmdir_events), rmdir_sample, b, NULL);
+	return b->rmdir_rb ? 0 : -errno;
+}
+
+int wbg_bpf_rmdir_fd(const struct wbg_bpf *b)
+{
+	return b->rmdir_rb ? ring_buffer__epoll_fd(b->rmdir_rb) : -EBADF;
+}
+
+int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
+{
+	return b->rmdir_rb ? ring_buffer__consume(b->rmdir_rb) : 0;
+}
+
+int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e)
+{
+	uint64_t t[_WBG_TOTAL_MAX] = { 0 };
+	int r = wbg_bpf_totals(b, t);
+
+	if (r < 0)
+		return r;
+	e->ok_to_dying = t[WBG_T_WBID + 0 * 3 + WBG_TARGET_DYING];
+	e->enoent_to_dying = t[WBG_T_WBID + 1 * 3 + WBG_TARGET_DYING];
+	e->lookup_dying_found = t[WBG_T_LOOKUP_DYING_FOUND];
+	e->bdev_flushes = t[WBG_T_BDEV_FLUSH];
+	e->bdev_dirty_own_path = t[WBG_T_FOREIGN_DIRTY_BDEV];
+	e->bdev_dirty_shared_path = t[WBG_T_FOREIGN_DIRTY_BDEV_SHARED];
+	return 0;
+}
+
+int btf_struct_has_member(const char *type, const char *member)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const struct btf_member *mb;
+	const struct btf_type *t;
+	int id, r = 0;
+
+	if (!vmlinux)
+		return -errno;
+	id = btf__find_by_name_kind(vmlinux, type, BTF_KIND_STRUCT);
+	if (id < 0) {
+		btf__free(vmlinux);
+		return -ENOENT;
+	}
+	t = btf__type_by_id(vmlinux, id);
+	mb = btf_members(t);
+	for (unsigned i = 0; i < btf_vlen(t); i++, mb++)
+		if (strcmp(btf__name_by_offset(vmlinux, mb->name_off), member) == 0)
+			r = 1;
+	btf__free(vmlinux);
+	return r;
+}
+
+int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 armed = WBG_EXPIRY_ARMED;
+	__u32 zero = 0;
+	_cleanup_free_ void *last = NULL;
+
+	if (!(b->groups & WBG_BPF_DIRTIED))
+		return -EOPNOTSUPP;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_NOEXIST) == 0)
+		b->skel->bss->expiry_pods++;
+	else if (errno != EEXIST ||
+		 bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_EXIST) < 0)
+		return -errno;
+	/* The per-CPU "same inode as last time" shortcut would hide a writer
+	 * that keeps appending to one file: forget it. */
+	if (ncpu < 0)
+		return ncpu;
+	last = calloc(ncpu, 16 /* struct last_seen, 8-byte aligned per CPU */);
+	if (!last)
+		return -ENOMEM;
+	(void)bpf_map_update_elem(bpf_map__fd(b->skel->maps.dirty_last), &zero, last, BPF_ANY);
+	return 0;
+}
+
+int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (!(b->groups & WBG_BPF_DIRTIED))
+		return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id) == 0) {
+		b->skel->bss->expiry_pods--;
+		return 0;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+bool wbg_bpf_dying_supported(const struct wbg_bpf *b)
+{
+	return b && (b->groups & WBG_BPF_RMDIR) && b->rmdir_rb &&
+	       (wbg_bpf_attached(b, "path_fdirty") > 0 || wbg_bpf_attached(b, "path_fdirty_dev") > 0);
+}
+
+int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only)
+{
+	int fd = bpf_map__fd(b->skel->maps.dying_watch);
+	/* without the -ENOENT program, a dirtying is the only sign there is */
+	__u64 armed = stall_only && (b->groups & WBG_BPF_WBID) ? WBG_DYING_ARMED_STALL : WBG_DYING_ARMED;
+
+	if (!wbg_bpf_dying_supported(b))
+		return -EOPNOTSUPP;
+	if (bpf_map_update_elem(fd, &cgroup_id, &armed, BPF_NOEXIST) == 0) {
+		b->skel->bss->dying_watched++;
+		return 0;
+	}
+	if (errno == EEXIST && bpf_map_update_elem(fd, &cgroup_id, &armed, BPF_EXIST) == 0)
+		return 0;
+	return -errno;
+}
+
+int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (!wbg_bpf_dying_supported(b))
+		return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.dying_watch), &cgroup_id) == 0) {
+		b->skel->bss->dying_watched--;
+		return 0;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}

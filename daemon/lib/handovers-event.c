@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* What a cgroup's news means for its handover: whether anything needs
+ * writing (clean, disabled, a parent whose children cover it, dirty pages
+ * that are not its own, a BPF set maybe evicted), then a flush, a watch
+ * (on-evidence) or the end. */
+#include <errno.h>
+#include <search.h>
+#include <string.h>
+
+#include "handovers.h"
+#include "handovers-internal.h"
+#include "log.h"
+#include "macro.h"
+
+struct path_prefix {
+	const char *path;
+	size_t len;
+	bool found;
+};
+
+static bool below(const char *p, const struct path_prefix *pre)
+{
+	return strncmp(p, pre->path, pre->len) == 0 && p[pre->len] == '/';
+}
+
+static void match_descendant(const void *nodep, VISIT which, void *closure)
+{
+	const struct wbg_handover *h = *(struct wbg_handover *const *)nodep;
+	struct path_prefix *p = closure;
+
+	if ((which == postorder || which == leaf) && below(h->path, p))
+		p->found = true;
+}
+
+static void match_tracked_descendant(struct wbg_cgroup *c, void *userdata)
+{
+	struct path_prefix *p = userdata;
+
+	if (below(c->path, p))
+		p->found = true;
+}
+
+/* Whether a cgroup below path has a handover in progress or among the
+ * recent ones, or is still tracked (its removal, in the same batch of
+ * events, not read yet: it will have its handover). */
+static bool descendants_handed_over(const struct wbg_handovers *hs, const char *path)
+{
+	struct path_prefix p = { .path = path, .len = strlen(path) };
+
+	if (!*path)
+		return false;
+	twalk_r(hs->active, match_descendant, &p);
+	if (!p.found)
+		registry_foreach(hs->reg, match_tracked_descendant, &p);
+	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++)
+		p.found = hs->recent[i].path && below(hs->recent[i].path, &p);
+	return p.found;
+}
+
+/* A handover that ends before any flush. One that ends while the cgroup
+ * still exists covers its removal too (settled). */
+static void end_early(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o,
+		      const char *reason)
+{
+	h->outcome = o;
+	h->reason = reason;
+	c->handover = NULL;
+	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
+	hs_retire(hs, h);
+}
+
+/* on-evidence, the cgroup gone: its dying wb is watched (dying.h); when the
+ * table is full, flushed now as eager mode would, and cleaned up after. */
+static void watch_or_flush(struct wbg_handovers *hs, struct wbg_handover *h)
+{
+	h->deferred = false;
+	if (hs_dying_watch(hs, h) >= 0)
+		return;
+	if (hs_flush(hs, h, false) < 0)
+		log_error("Cannot flush %s", h->path);
+	if (h->n_pending == 0)
+		hs_cleanup_and_verify(hs, h);
+}
+
+/* An existing handover moves on: populated 0 after a stop job, or the
+ * directory gone. */
+static void move_on(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
+{
+	if (trigger == WBG_TRIGGER_POPULATED_0 && h->deferred)
+		return; /* on-evidence: nothing until the removal */
+	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
+		/* The stop job's flush ran while the processes were still
+		 * writing: once more for what they wrote since. */
+		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
+		struct wbg_plan plan = { 0 };
+
+		h->replanned = true;
+		if (hs->ops->plan(hs->userdata, c->id, c, false, &plan) >= 0)
+			(void)hs_submit(hs, h, &plan);
+		plan_free(&plan);
+		/* the same targets again: counted once */
+		h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
+		return;
+	}
+	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
+		h->t_removed = hs_now(hs);
+		c->handover = NULL; /* the cgroup entry goes away now */
+		if (h->deferred)
+			watch_or_flush(hs, h);
+		else if (h->n_pending > 0)
+			h->removed_before_flushed = true; /* cleanup follows the flush */
+		else
+			hs_cleanup_and_verify(hs, h);
+	}
+}
+
+/* What a dirty cgroup's plan says, when it names nothing to flush of its
+ * own: a parent whose children cover it, a set BPF may have evicted (then
+ * every filesystem), excluded filesystems, or pages that are not its own. */
+static void plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, struct wbg_plan *plan)
+{
+	int r;
+
+	if (plan->own_set_missing && h->dirty_known && descendants_handed_over(hs, c->path)) {
+		/* A pod's cgroup whose containers were removed just before it
+		 * (runtimes rmdir them at once): its memory.stat still counts
+		 * their dying cgroups' pages, which their handovers cover. */
+		h->outcome = WBG_OUTCOME_CHILDREN;
+		h->reason = "dirtied nothing itself; its removed child cgroups' handovers cover the rest";
+	} else if (plan->set_maybe_evicted && h->dirty_known) {
+		/* Its set may be one the BPF LRU evicted (a tenant with many
+		 * cgroups): every filesystem, rather than dirty data left. */
+		hs->stats.plans_set_evicted++;
+		r = hs->ops->plan_mounts(hs->userdata, plan);
+		plan->source = "mounts (bpf set evicted)";
+		if (r >= 0 && plan->n > 0)
+			r = hs_submit(hs, h, plan);
+		if (r < 0 || plan->n == 0) {
+			h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+			h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
+		}
+	} else if (plan->n_excluded) {
+		/* network and FUSE filesystems have no cgroup writeback (no
+		 * dying wb to stall on), and their syncfs can hang */
+		h->outcome = WBG_OUTCOME_NO_TARGETS;
+		h->reason = "its filesystems are excluded ([flush] exclude_fstypes)";
+		h->not_own = true;
+	} else {
+		/* Nothing recorded: with BPF this means the cgroup dirtied no
+		 * filesystem we can reach; with its set missing (not evicted),
+		 * that the dirty pages charged to it are not its own writes, so
+		 * they do not boost. */
+		h->outcome = h->dirty_known ? WBG_OUTCOME_NO_TARGETS : WBG_OUTCOME_CLEAN;
+		h->reason = h->dirty_known ? (plan->own_set_missing ? "dirty, but it dirtied no filesystem itself"
+								    : "dirty, but no filesystem to flush was found")
+					   : "nothing dirtied was recorded";
+		h->not_own = plan->own_set_missing;
+	}
+}
+
+uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
+{
+	struct wbg_handover *h = c->handover;
+	uint64_t dirty = 0, wb = 0, id;
+	struct wbg_plan plan = { 0 };
+	int r;
+
+	if (h) {
+		move_on(hs, c, h, trigger);
+		hs_reschedule(hs);
+		return 0;
+	}
+	/* One record per going-away: a handover that already ended at
+	 * populated 0 (clean, disabled, children) covers the removal too. */
+	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
+		return 0;
+	h = hs_start(hs, c->id, c->path, trigger);
+	if (!h)
+		return 0;
+	id = h->id;
+	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
+		h->t_removed = h->t_trigger;
+	else
+		c->handover = h;
+
+	/* A parent (a pod slice, a delegated service) is emptied when its
+	 * children are: they have handovers of their own. */
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->has_children(hs->userdata, c->path)) {
+		end_early(hs, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
+		return id;
+	}
+	/* An explicit request is done whatever the kernel can do itself. */
+	if (!hs->mitigating && trigger != WBG_TRIGGER_API) {
+		end_early(hs, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
+		return id;
+	}
+	if (!hs->params.flush) {
+		end_early(hs, c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
+		return id;
+	}
+	/* While the cgroup exists, its own counters say whether anything is
+	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
+	if (!h->t_removed) {
+		r = hs->ops->read_dirty(hs->userdata, c->path, &dirty, &wb);
+		if (r >= 0) {
+			h->dirty_known = true;
+			h->dirty_bytes = dirty;
+			if (dirty + wb == 0) {
+				end_early(hs, c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
+				return id;
+			}
+		} else
+			log_debug_errno(r, "No memory.stat for %s", c->path);
+	}
+
+	r = hs->ops->plan(hs->userdata, c->id, c, false, &plan);
+	if (r < 0) {
+		log_error_errno(r, "Cannot plan the flush of %s", c->path);
+		h->outcome = WBG_OUTCOME_FAILED;
+		h->reason = "planning failed";
+	} else if (plan.n == 0)
+		plan_empty(hs, c, h, &plan);
+	else if (hs->params.on_evidence && trigger != WBG_TRIGGER_API) {
+		/* on-evidence: no data I/O now; its removal is watched */
+		h->plan_source = plan.source;
+		h->deferred = true;
+	} else if (hs_submit(hs, h, &plan) < 0) {
+		h->outcome = WBG_OUTCOME_FAILED;
+		h->reason = "out of memory";
+	}
+	plan_free(&plan);
+	if (h->deferred) {
+		if (h->t_removed)
+			watch_or_flush(hs, h);
+	} else if (h->n_pending == 0) {
+		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
+			hs_cleanup_and_verify(hs, h);
+		else {
+			c->handover = NULL;
+			hs_retire(hs, h);
+		}
+	}
+	hs_reschedule(hs);
+	return id;
+}
+
+void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c)
+{
+	struct wbg_handover *h = c->handover;
+
+	c->settled = false; /* in use again: its next going-away is news */
+	if (!h || h->n_pending)
+		return;
+	/* In use again before anyone removed it: that handover is over. */
+	c->handover = NULL;
+	h->reason = "repopulated before removal";
+	if (h->deferred) /* on-evidence: nothing was flushed, and its wb never died */
+		h->outcome = WBG_OUTCOME_CLEAN;
+	hs_retire(hs, h);
+	hs_reschedule(hs);
+}
+
+void handovers_job_type(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *type)
+{
+	/* Only a stop (or restart) empties the cgroup; for other jobs the
+	 * early flush was harmless and the record says what it was for. */
+	if (c->handover && c->handover->trigger == WBG_TRIGGER_STOP_JOB && strcmp(type, "stop") != 0 &&
+	    strcmp(type, "restart") != 0)
+		c->handover->reason = strcmp(type, "reload") == 0 ? "job was a reload" : "job was not a stop";
+}

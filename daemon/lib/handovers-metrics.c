@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The handover lifecycle's metric families. */
+#include <inttypes.h>
+
+#include "handovers.h"
+#include "metrics.h"
+
+void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
+{
+	const struct wbg_handovers_stats *st = &hs->stats;
+	const struct dying_stats *ds = &hs->dying.stats;
+
+	metric_family(f, "wbguard_handovers_total", "counter",
+		      "Handovers of cgroups going away, by what started them and how they ended.");
+	for (unsigned t = 0; t < _WBG_TRIGGER_MAX; t++)
+		for (unsigned o = 0; o < _WBG_OUTCOME_MAX; o++)
+			if (st->by[t][o] || o == WBG_OUTCOME_FLUSHED)
+				fprintf(f, "wbguard_handovers_total{trigger=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
+					wbg_trigger_to_string(t), wbg_outcome_to_string(o), st->by[t][o]);
+	metric_family(f, "wbguard_handover_reaction_seconds", "histogram",
+		      "From the first sign of a cgroup going away (on-evidence: the evidence) to the first flush "
+		      "issued for it.");
+	metric_hist(f, "wbguard_handover_reaction_seconds", &hs->reaction);
+	metric_family(f, "wbguard_flush_duration_seconds", "histogram",
+		      "From the first flush issued for a handover to all of its targets done.");
+	metric_hist(f, "wbguard_flush_duration_seconds", &hs->flush_duration);
+	metric_counter(f, "wbguard_flushed_device_bytes_total", "Bytes written to block devices while handover flushes ran.",
+		       st->flushed_device_bytes);
+	metric_counter(f, "wbguard_cleanup_cycles_total", "Scratch memcg cycles that re-ran the kernel's offline-wb cleanup.",
+		       st->cleanup_cycles);
+	metric_counter(f, "wbguard_cleanup_failures_total", "Scratch memcg cycles that failed.", st->cleanup_failures);
+	metric_counter(f, "wbguard_dying_wb_dirty_after_handover_total",
+		       "Handovers after which wb_stats still showed a dirty dying wb of the cgroup.", st->verify_dirty);
+	metric_counter(f, "wbguard_handover_plans_evicted_total",
+		       "Handovers planned from the mount table because their cgroup's BPF set may have been evicted.",
+		       st->plans_set_evicted);
+	metric_value(f, "wbguard_handovers_active", "gauge", "Handovers in progress now (watched ones included).",
+		     (double)hs->n_active);
+	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
+		     (double)hs->n_waiters);
+
+	metric_family(f, "wbguard_flush_mode", "gauge", "The flush mode in effect: 1 on its mode.");
+	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !hs->params.on_evidence);
+	fprintf(f, "wbguard_flush_mode{mode=\"on-evidence\"} %d\n", hs->params.on_evidence);
+	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
+		     (double)dying_count(&hs->dying));
+	metric_counter(f, "wbguard_dying_watch_full_total",
+		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.", ds->refused_full);
+	metric_counter(f, "wbguard_dying_evidence_total",
+		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
+		       ds->evidence);
+	metric_counter(f, "wbguard_dying_evidence_flushes_total",
+		       "Flushes started for watched dying cgroups (on evidence, or at watch_max_age_sec).", ds->flushes);
+	metric_counter(f, "wbguard_dying_expired_total",
+		       "Watched dying cgroups flushed because they had not drained by watch_max_age_sec.", ds->expired);
+	metric_family(f, "wbguard_dying_ended_total", "counter", "Watched dying cgroups no longer watched, by how.");
+	for (unsigned e = 0; e <= DYING_END_DROPPED; e++)
+		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", dying_end_to_string(e), ds->ended[e]);
+}

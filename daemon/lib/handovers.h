@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The handover lifecycle: every handover from its trigger (populated 1 -> 0,
+ * a stop job, the directory gone, an API request, a restart's recovery) to
+ * its record, with the decisions on the way: whether anything needs writing
+ * (clean, disabled, a parent whose children cover it, dirty pages that are
+ * not its own), what to flush, when its flush has timed out, and, once the
+ * cgroup is gone, the batched scratch cycle and the dying-wb check. With
+ * [flush] mode = on-evidence a removal is watched (dying.h) instead of
+ * flushed, and this module is the watch's world too.
+ *
+ * It owns the handovers in flight, the cleanup and verify batches, the
+ * recent ring the API answers from, and the API's flush waiters. Everything
+ * it does to the world (plan, submit to the pool, the scratch cycle, dirty
+ * counters, wb_stats, BPF arming, the state dir, the record, the clock and
+ * the one timer) goes through wbg_handovers_ops, so unit tests drive every
+ * transition with fakes.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dying.h"
+#include "flush-pool.h"
+#include "handover.h"
+#include "metrics.h"
+#include "pending.h"
+#include "registry.h"
+
+#define WBG_RECENT_MAX 256 /* finished handovers kept for the API */
+#define WBG_FLUSH_WAITERS_MAX 256
+/* How long removals gather before one scratch cycle serves them all: under
+ * churn, at most 20 cycles a second whatever the removal rate. */
+#define WBG_CLEANUP_BATCH_USEC (50 * 1000)
+/* How long after the scratch cycle the kernel's cleanup work has run. */
+#define WBG_VERIFY_DELAY_USEC (200 * 1000)
+
+struct wbg_handovers_ops {
+	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */
+	/* Call handovers_tick() at usec, or sooner. */
+	void (*schedule)(void *userdata, uint64_t usec);
+	/* What to flush for a cgroup: what it dirtied (c, while it is tracked,
+	 * may say what its mount namespace showed); inodes: its inode sets
+	 * too. plan_mounts: every filesystem. plan_recorded: what a previous
+	 * run's record named. */
+	int (*plan)(void *userdata, uint64_t cgroup_id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret);
+	int (*plan_mounts)(void *userdata, struct wbg_plan *ret);
+	int (*plan_recorded)(void *userdata, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret);
+	/* One target as a pool job; handovers_job_done() follows. -EBUSY: the
+	 * target takes no more (its flush hangs). */
+	int (*submit)(void *userdata, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t handover_id);
+	/* A flush timed out: workers stuck in the kernel are replaced. */
+	void (*timed_out)(void *userdata);
+	/* memory.stat file_dirty and file_writeback of a live cgroup. */
+	int (*read_dirty)(void *userdata, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback);
+	bool (*has_children)(void *userdata, const char *path);
+	/* One scratch memcg cycle: the kernel re-runs its offline-wb cleanup
+	 * (-EOPNOTSUPP: none here). */
+	int (*cleanup)(void *userdata);
+	/* Cgroup inodes with a wb with dirty IO, sorted, malloc'ed (wb_stats);
+	 * -ENOENT when the kernel cannot say. */
+	int (*dirty_cgroups)(void *userdata, uint64_t **ret, size_t *ret_n);
+	/* BPF: evidence for a watched cgroup (dying.h); forget: what it
+	 * dirtied is no longer needed. */
+	int (*arm)(void *userdata, uint64_t cgroup_id, bool stall_only);
+	void (*disarm)(void *userdata, uint64_t cgroup_id);
+	void (*forget)(void *userdata, uint64_t cgroup_id);
+	/* The state dir's record of a flush in flight (pending.h). */
+	int (*pending_save)(void *userdata, const struct wbg_handover *h, const struct wbg_plan *plan);
+	void (*pending_drop)(void *userdata, uint64_t handover_id);
+	/* The handover is over: json is its record. Called once, before it
+	 * is freed. */
+	void (*ended)(void *userdata, const struct wbg_handover *h, const char *json);
+	/* API callers: the answer to one, and keeping or dropping one that
+	 * waits. */
+	void (*reply)(void *userdata, void *call, uint64_t handover_id, const char *outcome, const char *reason);
+	void *(*call_ref)(void *userdata, void *call);
+	void (*call_unref)(void *userdata, void *call);
+};
+
+struct wbg_handovers_params {
+	uint64_t timeout_usec; /* [flush] timeout_sec */
+	bool flush;            /* [flush] enable */
+	bool on_evidence;      /* removals are watched, not flushed (dying.h) */
+	struct dying_params dying;
+};
+
+struct wbg_handovers_stats {
+	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
+	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
+};
+
+/* A finished handover, as the API reports it. */
+struct wbg_recent {
+	uint64_t id;
+	char *path;
+	const char *outcome, *reason;
+	char *json; /* the record, as in handovers.jsonl */
+};
+
+struct wbg_waiter;
+
+struct wbg_handovers {
+	struct wbg_handovers_params params;
+	const struct wbg_handovers_ops *ops;
+	void *userdata;
+	struct wbg_registry *reg;
+	struct wbg_ids ids; /* unique across restarts (pending.h) */
+	bool mitigating;
+	bool stopping;
+
+	void *active; /* tsearch tree of handovers in progress, by id */
+	size_t n_active;
+	struct wbg_handover *in_flight; /* those with a flush running: their timeouts */
+	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
+	uint64_t cleanup_due;
+	struct dying_watch dying;
+	uint64_t dying_due;
+	struct wbg_waiter *waiters;
+	unsigned n_waiters;
+	struct wbg_recent recent[WBG_RECENT_MAX];
+	uint64_t n_recent; /* ever; the ring holds the last WBG_RECENT_MAX */
+	/* cgroup ids that got a handover lately: the rmdir tracepoint's report
+	 * of a removal inotify already handled is no news */
+	uint64_t started_ids[1024];
+	unsigned started_next;
+
+	struct wbg_handovers_stats stats;
+	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
+	struct wbg_hist flush_duration; /* first flush -> all targets done */
+};
+
+void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params *p, struct wbg_registry *reg,
+		    const struct wbg_handovers_ops *ops, void *userdata);
+/* Ids from dir's reservation, above floor (pending_max_id). */
+void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floor);
+/* Reloaded configuration; the watch table's bound applies to new entries. */
+void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_params *p);
+void handovers_set_mitigating(struct wbg_handovers *hs, bool on);
+/* Stopping: waiters answered, watched and flushing handovers recorded
+ * interrupted (their pending records kept for the next start), the rest as
+ * they stand. Then everything is freed. */
+void handovers_stop(struct wbg_handovers *hs);
+
+/* The lifecycle's news. c is the cgroup's registry entry (or a stand-in
+ * for one only the rmdir tracepoint saw). Returns the id of the handover
+ * it started, 0 if it moved one on or started none. */
+uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wbg_trigger trigger);
+/* In use again before its removal: its handover, if its flush is done, is
+ * over. */
+void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c);
+/* systemd said what its stop job was after all. */
+void handovers_job_type(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *type);
+/* A pool job for handovers is done. */
+void handovers_job_done(struct wbg_handovers *hs, const struct flush_job *j);
+/* Timeouts, batches, waiters and the watch that are due (ops->schedule
+ * said when). */
+void handovers_tick(struct wbg_handovers *hs);
+bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_id);
+
+/* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
+ * (or a foreign flush to it fail). -ENOENT: not watched. ret_path: its
+ * handover's cgroup, for the log. */
+int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const char **ret_path);
+/* The kernel released the cgroup: its wbs are gone with it. */
+void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id);
+/* Whether its dying wb is watched (what it dirtied is needed then). */
+bool handovers_watching(const struct wbg_handovers *hs, uint64_t cgroup_id);
+
+/* A handover for a cgroup already gone whose targets a record names
+ * (restart recovery): flushed, then the cleanup, like any removal. */
+int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
+		      const bool *bdev, size_t n, uint64_t *ret_id);
+
+/* The API's FlushCgroup: c, if the cgroup is tracked, else path. Answers
+ * through ops->reply at once or when the flush ends (at most timeout_usec
+ * later: "pending"). -ENOENT: nothing known of it; -EBUSY: too many
+ * waiting. */
+int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
+			    void *call);
+/* Callers match() picks wait for nothing any more (their connection
+ * closed). Returns how many went. */
+unsigned handovers_drop_waiters(struct wbg_handovers *hs, bool (*match)(void *call, const void *data),
+				const void *data);
+
+/* The recent records, oldest first: from handovers_recent_first() (the
+ * last limit of them; 0: all kept) to n_recent - 1. */
+uint64_t handovers_recent_first(const struct wbg_handovers *hs, size_t limit);
+const struct wbg_recent *handovers_recent_at(const struct wbg_handovers *hs, uint64_t i);
+uint64_t handovers_total(const struct wbg_handovers *hs);
+/* Its metric families (wbguard_handovers_total, wbguard_dying_*...). */
+void handovers_metrics(FILE *f, const struct wbg_handovers *hs);

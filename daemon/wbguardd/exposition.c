@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The whole exposition: each part's families (they read their own state
+ * and change nothing), for /metrics, the Metrics method and the textfile. */
+#include <stdlib.h>
+
+#include "bpf-programs.h"
+#include "flush-pool.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "metrics.h"
+#include "metrics-kernel.h"
+#include "textfile.h"
+
+static void write_bpf(FILE *f, const struct manager *m)
+{
+	static const char *const groups[] = { "cgroup_writeback_by_id", "dirtied", "rmdir", "paths" };
+	uint64_t evicted = 0;
+
+	metric_family(f, "wbguard_bpf_programs_loaded", "gauge",
+		      "1 when the BPF program group runs on this kernel; 0 means its counters are missing.");
+	for (unsigned g = 0; g < ELEMENTSOF(groups); g++)
+		fprintf(f, "wbguard_bpf_programs_loaded{group=\"%s\"} %d\n", groups[g],
+			(wbg_bpf_groups(m->bpf) & (1U << g)) ? 1 : 0);
+	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && wbg_bpf_devsets_evicted(m->bpf, &evicted) >= 0)
+		metric_counter(f, "wbguard_bpf_devsets_evicted_total",
+			       "Per-cgroup dirtied-device sets the BPF LRU evicted ([bpf] dirtied_cgroups).", evicted);
+}
+
+static void write_textfile(FILE *f, const struct manager *m)
+{
+	metric_counter(f, "wbguard_textfile_writes_total", "Metrics textfile writes done (off the event loop).",
+		       textfile_written(m->textfile));
+	metric_counter(f, "wbguard_textfile_errors_total", "Metrics textfile writes that failed.",
+		       textfile_errors(m->textfile));
+	metric_counter(f, "wbguard_textfile_replaced_total",
+		       "Metrics texts replaced by a newer one before the disk took them.", textfile_replaced(m->textfile));
+}
+
+void metrics_write(const struct manager *m, FILE *f)
+{
+	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers };
+
+	handovers_metrics(f, &m->handovers);
+	watch_metrics(f, &m->watch);
+	flush_pool_metrics(f, m->pool);
+	records_metrics(f, &m->records);
+	write_textfile(f, m);
+	watch_systemd_metrics(f, &m->systemd);
+	metric_value(f, "wbguard_mitigation_active", "gauge", "1 when wbguardd flushes for removed cgroups.",
+		     m->mitigating);
+	write_bpf(f, m);
+	verdicts_metrics(f, &m->verdicts);
+	expiry_metrics(f, &m->expiry);
+	metrics_write_kernel(f, &kernel);
+	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
+}
+
+void metrics_textfile_update(struct manager *m, bool force)
+{
+	uint64_t now = 0;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	if (!m->cfg.metrics_textfile[0] || !m->textfile)
+		return;
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+	if (!force && now - m->textfile_written_usec < 5ULL * 1000 * 1000)
+		return;
+	m->textfile_written_usec = now;
+	/* made here, written (and fsynced) by the textfile thread */
+	f = open_memstream(&buf, &n);
+	if (!f) {
+		log_oom();
+		return;
+	}
+	metrics_write(m, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		log_oom();
+		return;
+	}
+	textfile_submit(m->textfile, m->cfg.metrics_textfile, buf);
+}

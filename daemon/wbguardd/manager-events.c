@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The sources' news, to the parts it concerns: the cgroupfs watch (a cgroup
+ * tracked, emptied, in use again, removed), the BPF ring (removals only the
+ * kernel saw, releases, dirtying of armed cgroups, evidence) and systemd
+ * (jobs and stops, mapped to the tracked cgroups). */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf-programs.h"
+#include "cgroup-util.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+/* Without BPF, what a populated cgroup may write is what its processes'
+ * mount namespace shows: read it now, while they are alive. */
+static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
+{
+	_cleanup_free_ char *procs = NULL;
+	char p[PATH_MAX];
+	dev_t *devs;
+	unsigned n;
+	int pid;
+
+	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) || !*c->path)
+		return;
+	snprintf(p, sizeof(p), "%s/%s/cgroup.procs", m->cfg.cgroup_root, c->path);
+	if (read_small_file_at(AT_FDCWD, p, 4096, &procs) < 0 || sscanf(procs, "%d", &pid) != 1)
+		return; /* empty, or gone: normal */
+	if (mountns_devs("/proc", pid, &devs, &n) < 0)
+		return;
+	free(c->ns_devs);
+	c->ns_devs = devs;
+	c->n_ns_devs = n;
+}
+
+/* A removed cgroup's set of what it dirtied is kept while its dying wb is
+ * watched (it says what to flush on evidence). */
+static void forget_dirtied(struct manager *m, uint64_t id)
+{
+	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !handovers_watching(&m->handovers, id))
+		(void)wbg_bpf_forget_cgroup(m->bpf, id);
+}
+
+/* Every removal in the v2 hierarchy, from the kernel, with its id, and the
+ * ring's other news (releases, dirtying of armed cgroups, evidence). Most
+ * removals are inotify's news too; this catches the ones created and
+ * removed before inotify's events about them could be acted on. */
+int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
+{
+	struct manager *m = userdata;
+	struct wbg_cgroup tmp = { .id = e->cgroup_id, .wd_dir = -1, .wd_events = -1, .removed = true };
+	char path[WBG_RMDIR_PATH_MAX];
+	const char *owner = NULL;
+	bool ancestor_only;
+
+	if (e->root != 0)
+		return 0;
+	switch (e->kind) {
+	case WBG_LIFE_DIRTY:
+		expiry_dirty_event(&m->expiry, e->cgroup_id);
+		return 0;
+	case WBG_LIFE_RELEASE:
+		series_released(&m->series, e->cgroup_id);
+		handovers_released(&m->handovers, e->cgroup_id);
+		return 0;
+	case WBG_LIFE_EVIDENCE:
+		if (handovers_evidence(&m->handovers, e->cgroup_id, &owner) < 0)
+			log_debug("Foreign dirtying of a dying wb of cgroup %" PRIu64 " no longer watched",
+				  (uint64_t)e->cgroup_id);
+		else if (e->level == 1)
+			log_info("Evidence: a foreign flush for cgroup %" PRIu64 " to the dying wb of %s got -ENOENT",
+				 (uint64_t)e->dirtier, owner ? owner : "a removed cgroup");
+		else
+			log_info("Evidence: cgroup %" PRIu64 " dirtied inode %" PRIu64
+				 " on %u:%u, still on the dying wb of %s",
+				 (uint64_t)e->dirtier, (uint64_t)e->ino, WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev),
+				 owner ? owner : "a removed cgroup");
+		return 0;
+	default:
+		break;
+	}
+	expiry_cgroup_gone(&m->expiry, e->cgroup_id);
+	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
+	series_departed(&m->series, e->cgroup_id, path);
+	if (registry_find_id(&m->reg, e->cgroup_id) || handovers_recently_started(&m->handovers, e->cgroup_id))
+		return 0;
+	if (!watch_in_scope(&m->watch, path, &ancestor_only) || ancestor_only)
+		return 0;
+	tmp.path = path;
+	tmp.in_scope = true;
+	cgroup_identity_parse(path, &tmp.ident);
+	(void)handovers_event(&m->handovers, &tmp, WBG_TRIGGER_RMDIR_BPF);
+	forget_dirtied(m, tmp.id);
+	return 0;
+}
+
+static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
+{
+	struct manager *m = w->userdata;
+
+	if (c->populated) {
+		note_mount_namespace(m, c);
+		expiry_cgroup_populated(&m->expiry, c);
+	}
+	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
+}
+
+static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populated)
+{
+	struct manager *m = w->userdata;
+
+	if (!populated) {
+		expiry_cgroup_emptied(&m->expiry, c->id);
+		(void)handovers_event(&m->handovers, c, WBG_TRIGGER_POPULATED_0);
+		return;
+	}
+	note_mount_namespace(m, c);
+	expiry_cgroup_populated(&m->expiry, c);
+	handovers_repopulated(&m->handovers, c);
+}
+
+static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
+{
+	struct manager *m = w->userdata;
+
+	series_departed(&m->series, c->id, c->path);
+	expiry_cgroup_gone(&m->expiry, c->id);
+	(void)handovers_event(&m->handovers, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
+	forget_dirtied(m, c->id);
+}
+
+const struct wbg_watch_ops manager_watch_ops = {
+	.tracked = on_tracked,
+	.populated = on_populated,
+	.removed = on_removed,
+};
+
+/* systemd's news (watch-systemd.h), mapped to the tracked cgroups. */
+struct unit_lookup {
+	const char *unit;
+	struct wbg_cgroup *found;
+};
+
+static void match_unit(struct wbg_cgroup *c, void *userdata)
+{
+	struct unit_lookup *l = userdata;
+
+	/* The system manager's units over a user manager's of the same name:
+	 * the shorter path. */
+	if (c->in_scope && !c->removed && strcmp(c->ident.unit, l->unit) == 0 &&
+	    (!l->found || strlen(c->path) < strlen(l->found->path)))
+		l->found = c;
+}
+
+static struct wbg_cgroup *find_unit(struct manager *m, const char *unit)
+{
+	struct unit_lookup l = { .unit = unit };
+
+	registry_foreach(&m->reg, match_unit, &l);
+	return l.found;
+}
+
+static void on_job(void *userdata, const char *unit)
+{
+	struct manager *m = userdata;
+	struct wbg_cgroup *c = find_unit(m, unit);
+
+	if (c && c->populated && !c->handover)
+		(void)handovers_event(&m->handovers, c, WBG_TRIGGER_STOP_JOB);
+}
+
+static void on_job_type(void *userdata, const char *unit, const char *type)
+{
+	struct manager *m = userdata;
+	struct wbg_cgroup *c = find_unit(m, unit);
+
+	if (c)
+		handovers_job_type(&m->handovers, c, type);
+}
+
+static void on_stopping(void *userdata, const char *cgroup_path)
+{
+	struct manager *m = userdata;
+	struct wbg_cgroup *c;
+
+	while (*cgroup_path == '/')
+		cgroup_path++;
+	c = registry_find_path(&m->reg, cgroup_path);
+	if (!c || !c->in_scope || c->removed) {
+		log_debug("Stop of %s: not a tracked cgroup", cgroup_path);
+		return;
+	}
+	(void)handovers_event(&m->handovers, c, WBG_TRIGGER_STOP_JOB);
+}
+
+const struct wbg_systemd_ops manager_systemd_ops = {
+	.job = on_job,
+	.job_type = on_job_type,
+	.stopping = on_stopping,
+	.connected = manager_bus_connected,
+};
+

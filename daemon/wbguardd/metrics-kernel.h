@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The kernel's side of the metrics, from the BPF counters. */
+#pragma once
+
+#include <stdio.h>
+
+struct wbg_bpf;
+struct wbg_containers;
+struct wbg_series;
+
+/* What the kernel's families read: the counters, and the names of the
+ * cgroups they are about. */
+struct wbg_kernel_view {
+	const struct wbg_bpf *bpf; /* NULL: no kernel series */
+	const struct wbg_series *series;
+	const struct wbg_containers *containers;
+};
+
+void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *v);

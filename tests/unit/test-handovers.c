@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The handover lifecycle (handovers.h) against a pretend world: a clock
+ * the test moves, a pool whose jobs end when the test says, memory.stat
+ * and wb_stats as the test sets them, and the records, replies and state
+ * dir calls it sees. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "handovers.h"
+#include "macro.h"
+#include "tap.h"
+
+#define MS 1000ULL
+#define S (1000ULL * 1000)
+#define CALLS 300
+
+struct submitted {
+	uint64_t id;
+	enum flush_mode mode;
+	dev_t dev;
+};
+
+static struct world {
+	uint64_t now, scheduled;
+	/* what the fake planner returns */
+	unsigned plan_targets, mount_targets, recorded_targets;
+	int plan_result;
+	bool own_set_missing, set_maybe_evicted;
+	unsigned n_excluded;
+	bool last_plan_inodes;
+	int submit_result;
+	struct submitted sub[64];
+	unsigned n_sub;
+	unsigned timed_out;
+	uint64_t dirty, writeback;
+	int dirty_result;
+	bool children;
+	unsigned cleanups;
+	int cleanup_result;
+	uint64_t wb_dirty[8];
+	size_t n_wb_dirty;
+	unsigned armed, disarmed, forgotten;
+	unsigned pending_saves, pending_drops;
+	/* the records */
+	unsigned ended;
+	char last_json[4096];
+	const struct wbg_handover *last_h; /* valid inside ended only */
+	enum wbg_outcome last_outcome;
+	enum wbg_trigger last_trigger;
+	const char *last_reason;
+	bool last_not_own;
+	/* the API's callers: a call is its index in calls */
+	int calls[CALLS];
+	unsigned replies[CALLS], refs[CALLS];
+	char reply_outcome[CALLS][32];
+	uint64_t reply_id[CALLS];
+} x;
+
+static uint64_t f_now(void *u)
+{
+	return x.now;
+}
+
+static void f_schedule(void *u, uint64_t usec)
+{
+	x.scheduled = usec;
+}
+
+static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
+{
+	p->t = calloc(n + 1, sizeof(*p->t));
+	if (!p->t)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		p->t[p->n++] = (struct wbg_plan_target){ .dev = makedev(253, i), .kind = FLUSH_FS, .fstype = "ext4",
+							 .mount = "/mnt" };
+	p->source = source;
+	return 0;
+}
+
+static int f_plan(void *u, uint64_t id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret)
+{
+	x.last_plan_inodes = inodes;
+	*ret = (struct wbg_plan){ .own_set_missing = x.own_set_missing, .set_maybe_evicted = x.set_maybe_evicted,
+				  .n_excluded = x.n_excluded };
+	if (x.plan_result < 0)
+		return x.plan_result;
+	return add_targets(ret, x.plan_targets, "bpf");
+}
+
+static int f_plan_mounts(void *u, struct wbg_plan *ret)
+{
+	free(ret->t);
+	ret->t = NULL;
+	ret->n = 0;
+	return add_targets(ret, x.mount_targets, "mounts");
+}
+
+static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
+{
+	*ret = (struct wbg_plan){ 0 };
+	return add_targets(ret, x.recorded_targets, "recorded");
+}
+
+static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
+{
+	if (x.submit_result < 0)
+		return x.submit_result;
+	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev };
+	return 0;
+}
+
+static void f_timed_out(void *u)
+{
+	x.timed_out++;
+}
+
+static int f_read_dirty(void *u, const char *path, uint64_t *d, uint64_t *w)
+{
+	if (x.dirty_result < 0)
+		return x.dirty_result;
+	*d = x.dirty;
+	*w = x.writeback;
+	return 0;
+}
+
+static bool f_has_children(void *u, const char *path)
+{
+	return x.children;
+}
+
+static int f_cleanup(void *u)
+{
+	x.cleanups++;
+	return x.cleanup_result;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
+
+	return p < q ? -1 : p > q;
+}
+
+static int f_dirty_cgroups(void *u, uint64_t **ret, size_t *ret_n)
+{
+	*ret = calloc(x.n_wb_dirty + 1, sizeof(uint64_t));
+	if (!*ret)
+		return -ENOMEM;
+	memcpy(*ret, x.wb_dirty, x.n_wb_dirty * sizeof(uint64_t));
+	qsort(*ret, x.n_wb_dirty, sizeof(uint64_t), cmp);
+	*ret_n = x.n_wb_dirty;
+	return 0;
+}
+
+static int f_arm(void *u, uint64_t id, bool stall_only)
+{
+	x.armed++;
+	return 0;
+}
+
+static void f_disarm(void *u, uint64_t id)
+{
+	x.disarmed++;
+}
+
+static void f_forget(void *u, uint64_t id)
+{
+	x.forgotten++;
+}
+
+static int f_pending_save(void *u, const struct wbg_handover *h, const struct wbg_plan *p)
+{
+	x.pending_saves++;
+	return 0;
+}
+
+static void f_pending_drop(void *u, uint64_t id)
+{
+	x.pending_drops++;
+}
+
+static void f_ended(void *u, const struct wbg_handover *h, const char *json)
+{
+	x.ended++;
+	x.last_h = h;
+	x.last_outcome = h->outcome;
+	x.last_trigger = h->trigger;
+	x.last_reason = h->reason;
+	x.last_not_own = h->not_own;
+	snprintf(x.last_json, sizeof(x.last_json), "%s", json);
+}
+
+static int call_index(void *call)
+{
+	return (int)((int *)call - x.calls);
+}
+
+static void f_reply(void *u, void *call, uint64_t id, const char *outcome, const char *reason)
+{
+	int i = call_index(call);
+
+	x.replies[i]++;
+	x.reply_id[i] = id;
+	snprintf(x.reply_outcome[i], sizeof(x.reply_outcome[i]), "%s", outcome);
+}
+
+static void *f_call_ref(void *u, void *call)
+{
+	x.refs[call_index(call)]++;
+	return call;
+}
+
+static void f_call_unref(void *u, void *call)
+{
+	x.refs[call_index(call)]--;
+}
+
+static const struct wbg_handovers_ops ops = {
+	.now = f_now,
+	.schedule = f_schedule,
+	.plan = f_plan,
+	.plan_mounts = f_plan_mounts,
+	.plan_recorded = f_plan_recorded,
+	.submit = f_submit,
+	.timed_out = f_timed_out,
+	.read_dirty = f_read_dirty,
+	.has_children = f_has_children,
+	.cleanup = f_cleanup,
+	.dirty_cgroups = f_dirty_cgroups,
+	.arm = f_arm,
+	.disarm = f_disarm,
+	.forget = f_forget,
+	.pending_save = f_pending_save,
+	.pending_drop = f_pending_drop,
+	.ended = f_ended,
+	.reply = f_reply,
+	.call_ref = f_call_ref,
+	.call_unref = f_call_unref,
+};
+
+static struct wbg_registry reg;
+static struct wbg_handovers hs;
+static char dir[] = "/tmp/wbg-handovers-XXXXXX";
+
+static void reset_world(void)
+{
+	memset(&x, 0, sizeof(x));
+	x.now = 1000 * S;
+	x.plan_targets = 1;
+	x.mount_targets = 2;
+	x.recorded_targets = 1;
+	x.dirty = 4096;
+}
+
+static void setup(bool on_evidence)
+{
+	struct wbg_handovers_params p = {
+		.timeout_usec = 30 * S,
+		.flush = true,
+		.on_evidence = on_evidence,
+		.dying = { .max = 16, .drain_after_usec = 60 * S, .max_age_usec = 300 * S, .reflush_usec = S / 4 },
+	};
+
+	reset_world();
+	reg = (struct wbg_registry){ 0 };
+	handovers_init(&hs, &p, &reg, &ops, NULL);
+	handovers_open_ids(&hs, dir, 0);
+}
+
+static void teardown(void)
+{
+	handovers_stop(&hs);
+	registry_free(&reg);
+}
+
+static struct wbg_cgroup *cgroup(uint64_t id, const char *path)
+{
+	struct wbg_cgroup *c = NULL;
+
+	if (registry_add(&reg, id, path, &c) < 0)
+		abort();
+	c->in_scope = true;
+	c->populated = true;
+	return c;
+}
+
+/* The pool finishes every job submitted for handover id. */
+static void job_done(uint64_t id, int result)
+{
+	struct flush_job *j = flush_job_new(makedev(253, 0), FLUSH_FS, "ext4", "/mnt");
+
+	if (!j || flush_job_add_waiter(j, id) < 0)
+		abort();
+	j->result = result;
+	j->started_usec = x.now;
+	j->device_bytes = 4096;
+	handovers_job_done(&hs, j);
+	flush_job_free(j);
+}
+
+/* The timer fires at every deadline up to t. */
+static void advance(uint64_t t)
+{
+	while (x.scheduled && x.scheduled <= t) {
+		x.now = x.scheduled;
+		x.scheduled = 0;
+		handovers_tick(&hs);
+	}
+	x.now = t;
+}
+
+static void removed(struct wbg_cgroup *c)
+{
+	c->removed = true;
+	(void)handovers_event(&hs, c, WBG_TRIGGER_REMOVED);
+	registry_remove(&reg, c);
+}
+
+static bool json_has(const char *key, const char *value)
+{
+	struct json_object *o = json_tokener_parse(x.last_json), *v;
+	bool ok = o && json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), value) == 0;
+
+	json_object_put(o);
+	return ok;
+}
+
+static void test_eager(void)
+{
+	struct wbg_cgroup *a, *b;
+	uint64_t ida;
+
+	setup(false);
+	a = cgroup(100, "kubepods/a");
+	b = cgroup(101, "kubepods/b");
+	ida = handovers_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].mode == FLUSH_MODE_HANDOVER,
+	      "eager: populated 0 with dirty data submits its plan at once");
+	CHECK(x.pending_saves == 1 && hs.n_active == 1, "eager: its pending record is saved while the flush runs");
+	CHECK(x.scheduled == x.now + 30 * S, "eager: the one timer is due at its flush timeout");
+	(void)handovers_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	job_done(ida, 0);
+	CHECK(x.ended == 0 && a->handover, "eager: flushed before its removal: the handover waits for the rmdir");
+	removed(a);
+	job_done(ida + 1, 0); /* b's */
+	removed(b);
+	CHECK(x.scheduled == x.now + WBG_CLEANUP_BATCH_USEC, "removals gather for one cleanup batch");
+	advance(x.now + WBG_CLEANUP_BATCH_USEC);
+	CHECK(x.cleanups == 1, "two removals in one batch: one scratch cycle");
+	CHECK(x.ended == 0, "the dying-wb check waits for the kernel's cleanup work");
+	advance(x.now + WBG_VERIFY_DELAY_USEC);
+	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_FLUSHED, "both recorded flushed after the check");
+	CHECK(json_has("trigger", "populated-0") && json_has("outcome", "flushed") && strstr(x.last_json, "\"cleanup_rerun\":true") &&
+		      strstr(x.last_json, "\"dying_wb_clean\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true"),
+	      "the record: trigger, outcome, cleanup re-run, dying wb clean, flushed before rmdir");
+	CHECK(x.pending_drops == 2 && hs.n_active == 0, "ended: pending records dropped, nothing active");
+	CHECK(hs.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2 && hs.stats.cleanup_cycles == 1 &&
+		      hs.stats.flushed_device_bytes == 2 * 4096,
+	      "counted by trigger and outcome; the cycle and device bytes too");
+	CHECK(hs.reaction.count == 2 && hs.flush_duration.count == 2, "reaction and flush duration observed once each");
+	teardown();
+}
+
+static void test_dying_still_dirty(void)
+{
+	struct wbg_cgroup *a;
+	uint64_t id;
+
+	setup(false);
+	a = cgroup(200, "k/a");
+	id = handovers_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(a);
+	x.wb_dirty[x.n_wb_dirty++] = 200;
+	advance(x.now + S);
+	CHECK(x.ended == 1 && strstr(x.last_json, "\"dying_wb_clean\":false") && hs.stats.verify_dirty == 1,
+	      "a dying wb still dirty after the handover: recorded and counted");
+	teardown();
+}
+
+static void test_early_ends(void)
+{
+	struct wbg_cgroup *c;
+
+	setup(false);
+	c = cgroup(300, "k/clean");
+	x.dirty = 0;
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && c->settled && x.n_sub == 0,
+	      "nothing dirty: clean at once, no flush, settled");
+	removed(c);
+	CHECK(x.ended == 1, "a settled cgroup's removal is no second record");
+
+	x.dirty = 4096;
+	x.children = true;
+	c = cgroup(301, "k/pod");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_CHILDREN, "a parent with child cgroups: children");
+	x.children = false;
+
+	handovers_set_mitigating(&hs, false);
+	c = cgroup(302, "k/off");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 3 && x.last_outcome == WBG_OUTCOME_DISABLED && strcmp(x.last_reason, "mitigation off") == 0,
+	      "mitigation off: disabled, nothing flushed");
+	c->populated = true;
+	c->settled = false;
+	x.calls[0] = 0;
+	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
+	      "mitigation off: an API request flushes all the same");
+	handovers_set_mitigating(&hs, true);
+	teardown();
+
+	setup(false);
+	hs.params.flush = false;
+	c = cgroup(303, "k/noflush");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DISABLED && x.n_sub == 0, "[flush] enable = no: disabled");
+	teardown();
+
+	setup(false);
+	x.plan_result = -ENOMEM;
+	c = cgroup(304, "k/badplan");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && strcmp(x.last_reason, "planning failed") == 0,
+	      "a plan that fails: failed, with its reason");
+	teardown();
+}
+
+static void test_empty_plans(void)
+{
+	struct wbg_cgroup *pod, *ctr;
+	uint64_t id;
+
+	/* the CRI layout: the container's cgroup removed just before the pod's */
+	setup(false);
+	pod = cgroup(400, "kubepods/pod1");
+	ctr = cgroup(401, "kubepods/pod1/ctr");
+	id = handovers_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(ctr);
+	x.plan_targets = 0;
+	x.own_set_missing = true;
+	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.last_outcome == WBG_OUTCOME_CHILDREN && x.last_trigger == WBG_TRIGGER_POPULATED_0 &&
+		      strstr(x.last_reason, "removed child cgroups"),
+	      "a pod cgroup whose container was just removed, dirtied nothing itself: children");
+	teardown();
+
+	setup(false);
+	x.plan_targets = 0;
+	x.own_set_missing = true;
+	x.set_maybe_evicted = true;
+	pod = cgroup(410, "kubepods/evicted");
+	id = handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 2 && hs.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
+	job_done(id, 0);
+	job_done(id, 0); /* one job per filesystem */
+	removed(pod);
+	advance(x.now + S);
+	CHECK(x.last_outcome == WBG_OUTCOME_FLUSHED && json_has("plan", "mounts (bpf set evicted)"),
+	      "... flushed from the mount table, and the record says why");
+	teardown();
+
+	setup(false);
+	x.plan_targets = 0;
+	x.n_excluded = 1;
+	pod = cgroup(420, "k/nfs");
+	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own && strstr(x.last_reason, "exclude_fstypes"),
+	      "only excluded filesystems: no-targets, no boost");
+	teardown();
+
+	setup(false);
+	x.plan_targets = 0;
+	x.own_set_missing = true;
+	pod = cgroup(430, "k/notown");
+	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own,
+	      "dirty pages charged to it that are not its own writes: no-targets, no boost");
+	teardown();
+}
+
+static void test_timeout(void)
+{
+	struct wbg_cgroup *c;
+	uint64_t id;
+
+	setup(false);
+	c = cgroup(500, "k/hung");
+	id = handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	advance(x.now + 29 * S);
+	CHECK(x.timed_out == 0, "no timeout before timeout_sec");
+	advance(x.now + 2 * S);
+	CHECK(x.timed_out == 1 && c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT,
+	      "at timeout_sec: timed out, the pool told to replace stuck workers");
+	job_done(id, 0);
+	CHECK(c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT, "a job that comes back late changes nothing");
+	removed(c);
+	advance(x.now + S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_TIMEOUT && strcmp(x.last_reason, "flush timeout") == 0,
+	      "recorded as timeout, with its reason");
+	teardown();
+
+	setup(false);
+	x.submit_result = -EBUSY;
+	c = cgroup(501, "k/busy");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && !c->settled,
+	      "a target that takes no more flushes: failed at once (its removal tries again)");
+	teardown();
+}
+
+static void test_waiters(void)
+{
+	struct wbg_cgroup *c, *d;
+	uint64_t id;
+
+	setup(false);
+	c = cgroup(600, "k/live");
+	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
+		      x.refs[1] == 1 && hs.n_waiters == 1,
+	      "FlushCgroup on a live cgroup: an api handover, its caller waits");
+	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[2]) == 1 && hs.n_waiters == 2 && x.n_sub == 1,
+	      "a second caller waits for the same flush");
+	id = c->handover->id;
+	job_done(id, 0);
+	CHECK(x.replies[1] == 1 && x.replies[2] == 1 && strcmp(x.reply_outcome[1], "flushed") == 0 &&
+		      x.reply_id[1] == id && x.refs[1] == 0 && x.refs[2] == 0 && hs.n_waiters == 0,
+	      "the flush done: each caller answered once, flushed, with the handover's id, and released");
+	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_API && !c->handover,
+	      "an api handover of a live cgroup ends with its flush");
+	CHECK(handovers_flush_request(&hs, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
+		      x.reply_id[3] == id,
+	      "asked again for a cgroup no longer tracked: answered from the recent records");
+	CHECK(handovers_flush_request(&hs, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
+	      "a cgroup never seen: -ENOENT, no reply");
+
+	d = cgroup(601, "k/slow");
+	(void)handovers_flush_request(&hs, d, d->path, 2 * S, &x.calls[5]);
+	(void)handovers_flush_request(&hs, d, d->path, 0, &x.calls[6]);
+	CHECK(x.replies[6] == 1 && strcmp(x.reply_outcome[6], "pending") == 0, "timeout 0: answered pending at once");
+	advance(x.now + 2 * S);
+	CHECK(x.replies[5] == 1 && strcmp(x.reply_outcome[5], "pending") == 0 && x.refs[5] == 0,
+	      "the caller's timeout: answered pending once, released");
+	job_done(d->handover->id, 0);
+	CHECK(x.replies[5] == 1, "the flush that ends later answers nobody twice");
+
+	d = cgroup(602, "k/many");
+	for (int i = 10; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
+		(void)handovers_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]);
+	CHECK(hs.n_waiters == WBG_FLUSH_WAITERS_MAX &&
+		      handovers_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
+	      "the waiter table is bounded: the next caller gets -EBUSY");
+	teardown();
+	CHECK(x.replies[10] == 1 && strcmp(x.reply_outcome[10], "pending") == 0 && x.refs[10] == 0,
+	      "stopping answers every waiting caller once");
+}
+
+static bool even_call(void *call, const void *data)
+{
+	return call_index(call) % 2 == 0;
+}
+
+static void test_drop_waiters(void)
+{
+	struct wbg_cgroup *c;
+
+	setup(false);
+	c = cgroup(650, "k/dropped");
+	for (int i = 20; i < 24; i++)
+		(void)handovers_flush_request(&hs, c, c->path, 60 * S, &x.calls[i]);
+	CHECK(handovers_drop_waiters(&hs, even_call, NULL) == 2 && hs.n_waiters == 2 && x.refs[20] == 0 &&
+		      x.replies[20] == 0 && x.refs[21] == 1,
+	      "a closed connection's callers go, unanswered; the others stay");
+	job_done(c->handover->id, 0);
+	CHECK(x.replies[20] == 0 && x.replies[21] == 1, "the flush's end answers only those left");
+	teardown();
+}
+
+static void test_on_evidence(void)
+{
+	struct wbg_cgroup *c;
+	const char *owner = NULL;
+	struct wbg_handover *h;
+
+	setup(true);
+	c = cgroup(700, "k/ev");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 0 && c->handover && c->handover->deferred, "on-evidence: populated 0 flushes nothing");
+	h = c->handover;
+	removed(c);
+	CHECK(x.n_sub == 0 && h->watched && x.armed == 1 && handovers_watching(&hs, 700),
+	      "its removal: watched, BPF armed, still no I/O");
+	x.wb_dirty[x.n_wb_dirty++] = 700;
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
+	CHECK(handovers_evidence(&hs, 700, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
+		      x.sub[0].mode == FLUSH_MODE_EVIDENCE && x.last_plan_inodes,
+	      "evidence: its own inodes flushed at once, evidence mode");
+	CHECK(handovers_evidence(&hs, 999, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
+	x.n_wb_dirty = 0;
+	job_done(h->id, 0);
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":1") &&
+		      strstr(x.last_json, "\"cleanup_rerun\":true") && x.forgotten == 1,
+	      "flushed, cleaned up, checked: recorded with its evidence; its BPF set forgotten");
+	CHECK(hs.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
+	teardown();
+
+	setup(true);
+	c = cgroup(710, "k/quiet");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
+	advance(x.now + 3 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.n_sub == 0,
+	      "a dying wb nobody touches drains by itself: drained, no flush at all");
+	teardown();
+
+	setup(true);
+	c = cgroup(720, "k/again");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	handovers_repopulated(&hs, c);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && !c->handover && x.n_sub == 0,
+	      "in use again before removal: clean, nothing flushed");
+	teardown();
+
+	setup(true);
+	hs.dying.params.max = 0;
+	c = cgroup(730, "k/full");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
+	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_HANDOVER, "the watch table full: flushed at once, as eager");
+	teardown();
+}
+
+static void test_stop(void)
+{
+	struct wbg_cgroup *a, *b, *c;
+	struct wbg_handover *hb;
+
+	setup(true);
+	a = cgroup(800, "k/flushing");
+	(void)handovers_flush_request(&hs, a, a->path, 60 * S, &x.calls[30]);
+	b = cgroup(801, "k/deferred");
+	(void)handovers_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	c = cgroup(802, "k/watched");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	hb = b->handover;
+	removed(c);
+	x.ended = 0;
+	handovers_stop(&hs);
+	CHECK(x.ended == 3 && hs.n_active == 0, "stopping records every handover in progress");
+	CHECK(x.replies[30] == 1 && strcmp(x.reply_outcome[30], "pending") == 0, "its waiting caller answered");
+	CHECK(x.pending_drops == 0 && x.pending_saves == 1,
+	      "the interrupted flush's pending record is kept for the next start");
+	CHECK(hs.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1 &&
+		      hs.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
+	      "flushing, deferred and watched: all three interrupted, none flushed");
+	(void)hb;
+	registry_free(&reg);
+}
+
+static void test_stop_job_and_recovery(void)
+{
+	struct wbg_cgroup *c;
+	uint64_t id;
+
+	setup(false);
+	c = cgroup(900, "system.slice/x.service");
+	id = handovers_event(&hs, c, WBG_TRIGGER_STOP_JOB);
+	job_done(id, 0);
+	handovers_job_type(&hs, c, "reload");
+	CHECK(c->handover && strcmp(c->handover->reason, "job was a reload") == 0,
+	      "a stop job that was a reload says so in the record");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 2 && c->handover->n_targets == 1 && c->handover->replanned,
+	      "populated 0 after a stop job: flushed once more, its targets counted once");
+	job_done(id, 0);
+	removed(c);
+	advance(x.now + S);
+	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_STOP_JOB && x.last_outcome == WBG_OUTCOME_FLUSHED,
+	      "one record for the stop, the emptying and the removal");
+	teardown();
+
+	setup(false);
+	{
+		dev_t devs[1] = { makedev(253, 0) };
+		bool bdev[1] = { false };
+		uint64_t rid = 0, rid2 = 0;
+
+		CHECK(handovers_recover(&hs, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
+			      x.n_sub == 1,
+		      "recovery: the recorded targets flushed again");
+		job_done(rid, 0);
+		advance(x.now + S);
+		CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_RECOVERED && x.last_outcome == WBG_OUTCOME_FLUSHED &&
+			      x.cleanups == 1,
+		      "... then the cleanup, like any removal: recovered, flushed");
+		x.recorded_targets = 0;
+		(void)handovers_recover(&hs, 951, "k/gone", devs, bdev, 1, &rid2);
+		CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_NO_TARGETS && rid2 > rid,
+		      "its filesystems gone: no-targets; ids only grow");
+	}
+	CHECK(handovers_recently_started(&hs, 950) && !handovers_recently_started(&hs, 12345),
+	      "recently started cgroups are known (the rmdir ring's duplicates)");
+	teardown();
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	test_eager();
+	test_dying_still_dirty();
+	test_early_ends();
+	test_empty_plans();
+	test_timeout();
+	test_waiters();
+	test_drop_waiters();
+	test_on_evidence();
+	test_stop();
+	test_stop_job_and_recovery();
+	{
+		char p[sizeof(dir) + 16];
+
+		snprintf(p, sizeof(p), "%s/handover-ids", dir);
+		unlink(p);
+		rmdir(dir);
+	}
+	return tap_done();
+}
