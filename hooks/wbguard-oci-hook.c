@@ -58,7 +58,7 @@ static void help(void)
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
 	       "     --timeout SEC   bound on each stage's work (default 5)\n"
-	       "     --socket PATH   wbguardd's control socket (default /run/wbguard/control)\n");
+	       "     --socket PATH   wbguardd's control socket (default " WBG_CONTROL_SOCKET ")\n");
 }
 
 static int load_config(const struct oci_state *s, struct oci_config *ret, char *err, size_t errlen)

@@ -12,6 +12,9 @@ libjson-c-dev libmicrohttpd-dev
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus
 strace valgrind
+scdoc man-db libdbus-1-dev bash-completion
+dpkg-dev debhelper lintian fakeroot
+podman buildah containerd
 "
 
 missing=""

@@ -163,7 +163,7 @@ static void attach_each(struct wbg_bpf *b)
 		if (!e->link && tracefs_root[0] && strncmp(bpf_program__section_name(p), "tracepoint/", 11) == 0)
 			e->link = attach_tracepoint_at(p, bpf_program__section_name(p));
 		if (!e->link) {
-			snprintf(e->why, sizeof(e->why), "attach failed: %s", strerror(errno));
+			snprintf(e->why, sizeof(e->why), "attach_failed");
 			log_warning("BPF program %s did not attach (%s); its counters are missing", e->name,
 				    strerror(errno));
 		}
@@ -196,17 +196,19 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned di
 		b->progs[i].name = bpf_program__name(p);
 		if (!(program_group(bpf_program__name(p)) & groups)) {
 			bpf_program__set_autoload(p, false);
-			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "not loaded: %s",
-				 wbg_bpf_group_name(program_group(bpf_program__name(p))));
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "not_requested");
+			log_debug("BPF program %s not loaded: its group %s was not asked for", bpf_program__name(p),
+				  wbg_bpf_group_name(program_group(bpf_program__name(p))));
 		} else if (shape_mismatch(vmlinux, bpf_program__name(p))) {
 			bpf_program__set_autoload(p, false);
-			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "%s",
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "other_event_shape");
+			log_info("BPF program %s skipped: %s", bpf_program__name(p),
 				 shape_mismatch(vmlinux, bpf_program__name(p)));
 		} else if (!kernel_has_hook(vmlinux, sec)) {
 			log_info("Kernel has no %s, skipping BPF program %s", strrchr(sec, '/') + 1,
 				 bpf_program__name(p));
 			bpf_program__set_autoload(p, false);
-			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "kernel has no %s", strrchr(sec, '/') + 1);
+			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "no_kernel_hook");
 		}
 	}
 	btf__free(vmlinux);

@@ -22,11 +22,13 @@ void config_init(struct wbg_config *c)
 	*c = (struct wbg_config){
 		.cgroup_root = "/sys/fs/cgroup",
 		.log_level = LOG_INFO,
-		.state_dir = "/run/wbguard",
+		.state_dir = WBG_RUN_DIR,
 		.records_max_bytes = 4 << 20,
 		.max_depth = 32,
 		.bpf_dirtied_cgroups = WBG_DIRTIED_CGROUPS_MAX,
 		.departed_retention_usec = 120ULL * 1000 * 1000,
+		.metrics_per_cgroup = true,
+		.watch_config = true,
 		.proc_sys = "/proc/sys",
 		.flush = true,
 		.workers = 4,
@@ -60,6 +62,7 @@ void config_init(struct wbg_config *c)
 }
 
 static const char *const default_runtime_dirs[] = { "/run/crun", "/run/runc", "/run/containerd/runc/k8s.io",
+						     "/run/containerd/runc/default",
 						     "/run/docker/runtime-runc/moby" };
 
 static void free_strv(char **v, unsigned *n)
@@ -446,6 +449,10 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		       parse_uint(v, 64, 1048576, &c->bpf_dirtied_cgroups);
 	if (IS("bpf", "enable"))
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
+	if (IS("metrics", "per_cgroup"))
+		return *expect = "yes or no", parse_bool(v, &c->metrics_per_cgroup);
+	if (IS("daemon", "watch_config"))
+		return *expect = "yes or no", parse_bool(v, &c->watch_config);
 	if (IS("metrics", "series_retention_sec"))
 		return *expect = "seconds, from 1 to 86400",
 		       parse_seconds(v, 1, 86400, &c->departed_retention_usec);

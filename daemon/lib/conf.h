@@ -8,7 +8,7 @@
 
 #include "expiry-policy.h"
 
-#define WBG_CONF_FILE "/etc/wbguard/wbguard.conf"
+/* WBG_CONF_FILE and WBG_RUN_DIR come from the build (config.h). */
 #define WBG_ROOTS_MAX 16
 #define WBG_FSTYPES_MAX 8
 #define WBG_POLICIES_MAX 64
@@ -82,6 +82,8 @@ struct wbg_config {
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
+	bool metrics_per_cgroup;          /* per-cgroup series exported at all */
+	bool watch_config;                /* reload when the configuration's files change */
 };
 
 void config_init(struct wbg_config *c);

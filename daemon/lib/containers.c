@@ -15,6 +15,11 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int cmp_parent(const void *a, const void *b)
+{
+	return strcmp(((const struct wbg_container *)a)->parent, ((const struct wbg_container *)b)->parent);
+}
+
 int containers_init(struct wbg_containers *t, size_t cap)
 {
 	*t = (struct wbg_containers){ 0 };
@@ -26,6 +31,7 @@ static void container_free(struct wbg_container *c)
 	if (!c)
 		return;
 	free(c->path);
+	free(c->parent);
 	free(c->id);
 	free(c->bundle);
 	free(c->pod);
@@ -37,8 +43,22 @@ static void container_free(struct wbg_container *c)
 
 static void drop(struct wbg_containers *t, struct wbg_container *c)
 {
+	struct wbg_container **p = tfind(c, &t->by_parent, cmp_parent);
+
 	tdelete(c, &t->by_path, cmp_path);
 	ring_remove(&t->ring, c);
+	if (p && *p == c) {
+		/* the newest other container below the same parent, if any */
+		tdelete(c, &t->by_parent, cmp_parent);
+		for (size_t i = t->ring.n; i > 0; i--) {
+			struct wbg_container *o = *ring_slot(&t->ring, i - 1);
+
+			if (strcmp(o->parent, c->parent) == 0) {
+				(void)tsearch(o, &t->by_parent, cmp_parent);
+				break;
+			}
+		}
+	}
 	container_free(c);
 }
 
@@ -48,6 +68,7 @@ void containers_free(struct wbg_containers *t)
 
 	while ((c = ring_pop(&t->ring))) {
 		tdelete(c, &t->by_path, cmp_path);
+		tdelete(c, &t->by_parent, cmp_parent);
 		container_free(c);
 	}
 	ring_free(&t->ring);
@@ -100,6 +121,15 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 		container_free(c);
 		return -ENOMEM;
 	}
+	{
+		const char *slash = strrchr(path, '/');
+
+		c->parent = strndup(path, slash ? (size_t)(slash - path) : 0);
+		if (!c->parent) {
+			container_free(c);
+			return -ENOMEM;
+		}
+	}
 	c->seq = ++t->next_seq;
 	found = tfind(c, &t->by_path, cmp_path);
 	if (found)
@@ -111,6 +141,13 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 		return -ENOMEM;
 	}
 	ring_push(&t->ring, c);
+	/* the newest below its parent names the pod's cgroup */
+	{
+		struct wbg_container **p = tsearch(c, &t->by_parent, cmp_parent);
+
+		if (p && *p != c)
+			*p = c; /* same parent, same key: the node takes the newer one */
+	}
 	return 0;
 }
 
@@ -119,6 +156,34 @@ const struct wbg_container *containers_find(const struct wbg_containers *t, cons
 	struct wbg_container key = { .path = (char *)path }, **found = tfind(&key, &t->by_path, cmp_path);
 
 	return found ? *found : NULL;
+}
+
+const struct wbg_container *containers_find_below(const struct wbg_containers *t, const char *path)
+{
+	struct wbg_container key = { .parent = (char *)path }, **found = tfind(&key, &t->by_parent, cmp_parent);
+
+	return found ? *found : NULL;
+}
+
+void containers_names(const struct wbg_containers *t, const char *path, struct wbg_container_names *ret)
+{
+	const struct wbg_container *c = t ? containers_find(t, path) : NULL, *below = NULL;
+
+	*ret = (struct wbg_container_names){ "", "", "", "" };
+	if (c) {
+		ret->container_id = c->id;
+		if (c->pod) {
+			ret->pod = c->pod;
+			ret->namespace = c->namespace ? c->namespace : "";
+			ret->container = c->name ? c->name : "";
+			return;
+		}
+	}
+	below = t ? containers_find_below(t, path) : NULL;
+	if (below && below->pod) {
+		ret->pod = below->pod;
+		ret->namespace = below->namespace ? below->namespace : "";
+	}
 }
 
 void containers_forget(struct wbg_containers *t, const char *path)

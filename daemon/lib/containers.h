@@ -18,6 +18,7 @@
 
 struct wbg_container {
 	char *path;      /* relative to the cgroupfs root; first member: the tree's key */
+	char *parent;    /* its parent cgroup's path: the pod's cgroup, in the CRI layouts */
 	char *id;        /* the runtime's container id */
 	char *bundle;
 	char *pod, *namespace, *name; /* from the CRI's annotations; NULL if not a pod's */
@@ -27,6 +28,7 @@ struct wbg_container {
 
 struct wbg_containers {
 	void *by_path;
+	void *by_parent; /* the newest container below each parent cgroup */
 	struct wbg_ring ring; /* arrival order, for eviction */
 	uint64_t next_seq;
 };
@@ -38,6 +40,16 @@ void containers_free(struct wbg_containers *t);
 int containers_register(struct wbg_containers *t, const char *path, const char *id, const char *bundle,
 			const char *const *keys, const char *const *values, size_t n);
 const struct wbg_container *containers_find(const struct wbg_containers *t, const char *path);
+/* Whose cgroup path is: the container registered at path, or, for a
+ * pod-level cgroup, the pod of a container registered right below it (its
+ * container and id then blank). Empty strings where unknown, never NULL. */
+struct wbg_container_names {
+	const char *pod, *namespace, *container, *container_id;
+};
+void containers_names(const struct wbg_containers *t, const char *path, struct wbg_container_names *ret);
+/* A registered container right below path (the newest): a pod-level
+ * cgroup's pod names, which its own path cannot say. */
+const struct wbg_container *containers_find_below(const struct wbg_containers *t, const char *path);
 /* By the runtime's container id (the latest registration with it). */
 const struct wbg_container *containers_find_id(const struct wbg_containers *t, const char *id);
 static inline size_t containers_count(const struct wbg_containers *t)

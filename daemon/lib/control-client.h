@@ -12,7 +12,7 @@
 #define WBG_BUS_NAME "io.wbguard1"
 #define WBG_BUS_PATH "/io/wbguard1"
 #define WBG_BUS_IFACE "io.wbguard1.Manager"
-#define WBG_CONTROL_SOCKET "/run/wbguard/control"
+#define WBG_CONTROL_SOCKET WBG_RUN_DIR "/control"
 
 uint64_t control_now_usec(void);
 /* A peer-to-peer connection to wbguardd's control socket, authenticated by

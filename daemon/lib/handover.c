@@ -9,6 +9,7 @@
 #include "blockdev.h"
 #include "bpf-programs.h"
 #include "conf.h"
+#include "containers.h"
 #include "handover.h"
 #include "macro.h"
 
@@ -367,7 +368,7 @@ static void add_usec(struct json_object *o, const char *k, uint64_t t, uint64_t 
 		json_object_object_add(o, k, json_object_new_double(t >= t0 ? (double)(t - t0) / 1e6 : 0));
 }
 
-struct json_object *handover_to_json(const struct wbg_handover *h)
+struct json_object *handover_to_json(const struct wbg_handover *h, const struct wbg_container_names *names)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -382,6 +383,13 @@ struct json_object *handover_to_json(const struct wbg_handover *h)
 		json_object_object_add(o, "container_id", json_object_new_string(h->ident.container_id));
 	if (h->ident.unit[0])
 		json_object_object_add(o, "unit", json_object_new_string(h->ident.unit));
+	if (names && names->pod[0]) {
+		json_object_object_add(o, "pod", json_object_new_string(names->pod));
+		json_object_object_add(o, "namespace", json_object_new_string(names->namespace));
+		json_object_object_add(o, "container", json_object_new_string(names->container));
+	}
+	if (names && names->container_id[0])
+		json_object_object_add(o, "registered_id", json_object_new_string(names->container_id));
 	json_object_object_add(o, "trigger", json_object_new_string(wbg_trigger_to_string(h->trigger)));
 	json_object_object_add(o, "outcome", json_object_new_string(wbg_outcome_to_string(h->outcome)));
 	if (h->reason)

@@ -139,7 +139,9 @@ struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *p
 void handover_free(struct wbg_handover *h);
 /* A finished job for this handover. */
 void handover_job_done(struct wbg_handover *h, const struct flush_job *j);
-struct json_object *handover_to_json(const struct wbg_handover *h);
+/* Its record; names: whose cgroup it was (containers.h), or NULL. */
+struct wbg_container_names;
+struct json_object *handover_to_json(const struct wbg_handover *h, const struct wbg_container_names *names);
 
 const char *wbg_trigger_to_string(enum wbg_trigger t);
 const char *wbg_outcome_to_string(enum wbg_outcome o);

@@ -236,6 +236,11 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
 			hs_cleanup_and_verify(hs, h);
 		else {
+			/* ended before its removal, as end_early: the removal is
+			 * no second record, unless it failed (the removal tries
+			 * again) */
+			c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED &&
+				     !h->n_failed;
 			c->handover = NULL;
 			hs_retire(hs, h);
 		}

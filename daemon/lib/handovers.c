@@ -31,12 +31,13 @@ struct wbg_handover *hs_find(const struct wbg_handovers *hs, uint64_t id)
 }
 
 void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params *p, struct wbg_registry *reg,
-		    const struct wbg_handovers_ops *ops, void *userdata)
+		    const struct wbg_containers *containers, const struct wbg_handovers_ops *ops, void *userdata)
 {
 	static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
 	static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
 
-	*hs = (struct wbg_handovers){ .params = *p, .reg = reg, .ops = ops, .userdata = userdata, .mitigating = true };
+	*hs = (struct wbg_handovers){ .params = *p, .reg = reg, .containers = containers, .ops = ops,
+				      .userdata = userdata, .mitigating = true };
 	hist_init(&hs->reaction, reaction, ELEMENTSOF(reaction));
 	hist_init(&hs->flush_duration, duration, ELEMENTSOF(duration));
 	hs_dying_init(hs);
@@ -95,6 +96,7 @@ static void in_flight_remove(struct wbg_handovers *hs, struct wbg_handover *h)
 void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h)
 {
 	struct wbg_cgroup *c = registry_find_id(hs->reg, h->cgroup_id);
+	struct wbg_container_names names;
 	struct json_object *o;
 	const char *json;
 
@@ -118,7 +120,8 @@ void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h)
 	if (h->pending_saved)
 		hs->ops->pending_drop(hs->userdata, h->id);
 	hs->stats.by[h->trigger][h->outcome]++;
-	o = handover_to_json(h);
+	containers_names(hs->containers, h->path, &names);
+	o = handover_to_json(h, &names);
 	json = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 	if (!json)
 		log_oom();

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "containers.h"
 #include "dying.h"
 #include "flush-pool.h"
 #include "handover.h"
@@ -108,6 +109,7 @@ struct wbg_handovers {
 	const struct wbg_handovers_ops *ops;
 	void *userdata;
 	struct wbg_registry *reg;
+	const struct wbg_containers *containers; /* whose cgroups, for the records */
 	struct wbg_ids ids; /* unique across restarts (pending.h) */
 	bool mitigating;
 	bool stopping;
@@ -134,7 +136,7 @@ struct wbg_handovers {
 };
 
 void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params *p, struct wbg_registry *reg,
-		    const struct wbg_handovers_ops *ops, void *userdata);
+		    const struct wbg_containers *containers, const struct wbg_handovers_ops *ops, void *userdata);
 /* Ids from dir's reservation, above floor (pending_max_id). */
 void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floor);
 /* Reloaded configuration; the watch table's bound applies to new entries. */

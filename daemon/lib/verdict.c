@@ -98,33 +98,30 @@ void verdicts_metrics(FILE *f, const struct wbg_verdicts *v)
 {
 	const struct wbg_evidence *e = &v->evidence;
 
+	/* the counts the verdicts rest on are the kernel's own counters
+	 * (wbguard_kernel_foreign_flushes_total, _dying_wb_lookups_total,
+	 * _bdev_flushes_total, _foreign_dirty_total); here the verdicts and
+	 * what the kernel's code shows */
 	metric_family(f, "wbguard_kernel_dying_wb_fallback", "gauge",
-		      "Whether the kernel's foreign flushes reach dying wbs (seed 000): 1 on the state that holds.");
+		      "Whether the kernel's foreign flushes reach dying cgroup wbs (the dying-wb fallback): 1 on "
+		      "the state that holds.");
 	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
 		fprintf(f, "wbguard_kernel_dying_wb_fallback{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->dying_wb == k);
-	metric_family(f, "wbguard_kernel_dying_wb_fallback_evidence", "gauge",
-		      "What the dying-wb verdict rests on: the symbol (0/1), foreign flushes to dying wbs that "
-		      "succeeded and that got -ENOENT since wbguardd started.");
-	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"symbol\"} %d\n", e->sym_lookup_dying);
-	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"ok_to_dying\"} %" PRIu64 "\n", e->ok_to_dying);
-	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"enoent_to_dying\"} %" PRIu64 "\n",
-		e->enoent_to_dying);
-	fprintf(f, "wbguard_kernel_dying_wb_fallback_evidence{kind=\"dying_wb_found\"} %" PRIu64 "\n",
-		e->lookup_dying_found);
+	metric_value(f, "wbguard_kernel_dying_wb_fallback_symbol", "gauge",
+		     "1 when the kernel has the dying-wb fallback's lookup (wb_get_lookup_dying).", e->sym_lookup_dying);
 	metric_family(f, "wbguard_kernel_bdev_foreign_flush", "gauge",
-		      "Whether the kernel flushes foreign block-device mappings separately (seed 001).");
+		      "Whether the kernel writes back foreign block-device page caches on their own (the separate "
+		      "bdev flush): 1 on the state that holds.");
 	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
 		fprintf(f, "wbguard_kernel_bdev_foreign_flush{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->bdev_flush == k);
-	metric_family(f, "wbguard_kernel_bdev_foreign_flush_evidence", "gauge",
-		      "What the bdev verdict rests on: its symbol, and a dev field in writeback:flush_foreign.");
-	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"symbol\"} %d\n", e->sym_bdev_flush);
-	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"tracepoint_dev_field\"} %d\n",
-		e->tp_dev_field);
-	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_flushes_seen\"} %" PRIu64 "\n",
-		e->bdev_flushes);
-	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_own_path\"} %" PRIu64 "\n",
-		e->bdev_dirty_own_path);
-	fprintf(f, "wbguard_kernel_bdev_foreign_flush_evidence{kind=\"bdev_dirty_owner_wb_path\"} %" PRIu64 "\n",
-		e->bdev_dirty_shared_path);
-
+	metric_value(f, "wbguard_kernel_bdev_foreign_flush_symbol", "gauge",
+		     "1 when the kernel has the separate bdev flush's function (bdev_flush_by_dev or "
+		     "bdev_writeback_by_dev).",
+		     e->sym_bdev_flush);
+	metric_value(f, "wbguard_kernel_bdev_foreign_flush_dev_field", "gauge",
+		     "1 when writeback:flush_foreign carries a dev field (the separate bdev flush's tracepoints).",
+		     e->tp_dev_field);
+	metric_value(f, "wbguard_kernel_bdev_foreign_flush_dormant", "gauge",
+		     "1 when the separate bdev flush's code is there but the kernel took the owner-wb path anyway.",
+		     verdict_bdev_dormant(e));
 }

@@ -436,7 +436,7 @@ void watch_metrics(FILE *f, const struct wbg_watch *w)
 		       w->overflows);
 	metric_counter(f, "wbguard_inotify_watch_failures_total", "Watches the inotify limit refused (retried later).",
 		       w->watch_failures);
-	metric_counter(f, "wbguard_cgroup_paths_too_long_total",
+	metric_counter(f, "wbguard_cgroups_path_too_long_total",
 		       "Cgroups not tracked because their path is longer than PATH_MAX.", w->paths_too_long);
 	metric_counter(f, "wbguard_cgroups_too_deep_total",
 		       "Cgroups not tracked because they are deeper than [daemon] max_depth.", w->paths_too_deep);

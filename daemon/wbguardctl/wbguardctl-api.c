@@ -152,18 +152,26 @@ int ctl_handovers(const struct ctl_opts *o, unsigned limit)
 	}
 	r = sd_bus_message_enter_container(reply, 'a', "s");
 	if (!o->json && r >= 0)
-		printf("%-6s %-12s %-11s %10s %10s  %s\n", "ID", "TRIGGER", "OUTCOME", "DIRTY", "WRITTEN", "CGROUP");
+		printf("%-6s %-12s %-11s %10s %10s  %-24s %s\n", "ID", "TRIGGER", "OUTCOME", "DIRTY", "WRITTEN",
+		       "NAMESPACE/POD/CONTAINER", "CGROUP");
 	while (r >= 0 && (r = sd_bus_message_read(reply, "s", &rec)) > 0) {
 		struct json_object *j = json_tokener_parse(rec), *v;
-		const char *f[6] = { "id", "trigger", "outcome", "dirty_bytes", "device_bytes", "cgroup" };
-		const char *val[6];
+		const char *f[9] = { "id", "trigger", "outcome", "dirty_bytes", "device_bytes", "cgroup", "namespace", "pod", "container" };
+		const char *val[9];
+		char who[256];
 
 		if (!j)
 			continue;
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 9; i++)
 			val[i] = json_object_object_get_ex(j, f[i], &v) ? json_object_get_string(v) : "-";
+		/* whose cgroup, where the OCI hook registered it */
+		if (strcmp(val[7], "-") == 0)
+			snprintf(who, sizeof(who), "-");
+		else
+			snprintf(who, sizeof(who), "%s/%s%s%s", val[6], val[7], *val[8] ? "/" : "", val[8]);
 		if (!o->json)
-			printf("%-6s %-12s %-11s %10s %10s  /%s\n", val[0], val[1], val[2], val[3], val[4], val[5]);
+			printf("%-6s %-12s %-11s %10s %10s  %-24s /%s\n", val[0], val[1], val[2], val[3], val[4], who,
+			       val[5]);
 		json_object_array_add(arr, j);
 	}
 	if (o->json)

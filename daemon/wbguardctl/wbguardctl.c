@@ -42,16 +42,16 @@ static void help(void)
 	       "  metrics           The daemon's Prometheus metrics (text format).\n"
 	       "  reload            Re-read the configuration (as SIGHUP does).\n"
 	       "  verify            Probe whether this kernel's foreign flushes reach dying\n"
-	       "                    cgroup writeback (seed 000's fallback) and whether it\n"
-	       "                    flushes foreign block-device mappings (seed 001): a few\n"
-	       "                    MiB in a private scratch cgroup, directory and loop\n"
-	       "                    device, seconds. Runs here, without the daemon; leaves\n"
-	       "                    nothing behind.\n\n"
+	       "                    cgroup writeback (the dying-wb fallback) and whether it\n"
+	       "                    writes back foreign block-device page caches on their\n"
+	       "                    own (the separate bdev flush): a few MiB in a private\n"
+	       "                    scratch cgroup, directory and loop device, seconds.\n"
+	       "                    Runs here, without the daemon; leaves nothing behind.\n\n"
 	       "Options:\n"
 	       "  -h --help              show this help\n"
 	       "     --version           show the version\n"
 	       "     --json              machine-readable output (all but metrics)\n"
-	       "     --socket PATH       wbguardd's control socket (default /run/wbguard/control)\n"
+	       "     --socket PATH       wbguardd's control socket (default " WBG_CONTROL_SOCKET ")\n"
 	       "     --system            use the system bus (io.wbguard1) instead of the socket\n"
 	       "     --wait              flush: wait for the flush to finish\n"
 	       "     --timeout SEC       flush --wait: give up after SEC (default 30);\n"
@@ -60,7 +60,7 @@ static void help(void)
 	       "     --dir DIR           verify: where the probe writes, on a disk-backed filesystem\n"
 	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
 	       "     --cgroup-root PATH  verify: cgroup2 mount (default /sys/fs/cgroup)\n"
-	       "     --state-dir DIR     status: wbguardd's state (default /run/wbguard)\n"
+	       "     --state-dir DIR     status: wbguardd's state (default " WBG_RUN_DIR ")\n"
 	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
 	       "Exit status:\n"
 	       "  0  success; verify: the dying-wb fallback is active\n"
@@ -232,7 +232,7 @@ int main(int argc, char **argv)
 		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
 		{},
 	};
-	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = "/run/wbguard", *proc_sys = "/proc/sys";
+	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = WBG_RUN_DIR, *proc_sys = "/proc/sys";
 	struct ctl_opts co = { .socket = WBG_CONTROL_SOCKET };
 	double timeout = 0;
 	bool wait = false;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "bpf-programs.h"
 #include "containers.h"
@@ -192,6 +193,29 @@ static bool runtimes_present(const char *const *dirs, unsigned n)
 	return false;
 }
 
+/* A container no hook registered, found in its runtime's state (a runtime
+ * without hooks: containerd's ctr, Docker): its names (the pod's, from the
+ * CRI's annotations) and id go to the container table as the hook's would,
+ * for the records, the journal and the metrics' labels. */
+static void note_container(struct wbg_expiry *e, const char *path, const struct wbg_container_state *st)
+{
+	const char *keys[WBG_CONTAINER_ANNOTATIONS_MAX], *values[WBG_CONTAINER_ANNOTATIONS_MAX];
+	size_t n = 0;
+
+	json_object_object_foreach(st->annotations, k, v) {
+		if (n == WBG_CONTAINER_ANNOTATIONS_MAX)
+			break;
+		if (!json_object_is_type(v, json_type_string))
+			continue;
+		keys[n] = k;
+		values[n++] = json_object_get_string(v);
+	}
+	if (containers_register(e->containers, path, st->id, st->bundle, keys, values, n) < 0)
+		log_oom();
+	else
+		log_debug("%s: container %s (%s), from its runtime's state", path, st->id, st->runtime);
+}
+
 static void resolve(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {
 	struct wbg_container_state st = { 0 };
@@ -213,8 +237,10 @@ static void resolve(struct wbg_expiry *e, struct expiry_cgroup *ec)
 		snprintf(st.id, sizeof(st.id), "%s", reg->id);
 		snprintf(st.runtime, sizeof(st.runtime), "hook");
 		annotation = reg->dirty_expire;
-	} else if (found > 0)
+	} else if (found > 0) {
 		annotation = runtime_state_annotation(&st, WBG_EXPIRY_ANNOTATION);
+		note_container(e, c->path, &st);
+	}
 	if (policy_resolve(e->cfg, c->path, c->ident.unit, annotation, &ec->policy, err, sizeof(err)) > 0)
 		start_policy(e, ec);
 	else if (found == 0 && runtimes_present(dirs, n_dirs) && ec->retries++ < RESOLVE_RETRIES)
@@ -423,11 +449,12 @@ void expiry_metrics(FILE *f, const struct wbg_expiry *e)
 	unsigned cur = 0;
 
 	if (e->sysctl_ok) {
-		metric_family(f, "wbguard_dirty_expire_seconds", "gauge",
-			      "vm.dirty_expire_centisecs now, and the admin's value wbguardd restores.");
 		if (sysctl_keeper_read(&e->sysctl, &cur) >= 0)
-			fprintf(f, "wbguard_dirty_expire_seconds{value=\"current\"} %.2f\n", cur / 100.0);
-		fprintf(f, "wbguard_dirty_expire_seconds{value=\"original\"} %.2f\n", e->sysctl.original / 100.0);
+			metric_value(f, "wbguard_dirty_expire_seconds", "gauge", "vm.dirty_expire_centisecs now.",
+				     cur / 100.0);
+		metric_value(f, "wbguard_dirty_expire_admin_seconds", "gauge",
+			     "The admin's vm.dirty_expire_centisecs, which wbguardd restores when nothing holds it lowered.",
+			     e->sysctl.original / 100.0);
 	}
 	metric_value(f, "wbguard_sysctl_lowered", "gauge",
 		     "1 while wbguardd holds vm.dirty_expire_centisecs below the admin's value.", e->sysctl.lowered);

@@ -32,7 +32,7 @@ struct wbg_expiry_deps {
 	struct wbg_bpf *bpf;          /* NULL without BPF: no per-pod mechanism */
 	struct flush_pool *pool;
 	const struct wbg_registry *reg;
-	const struct wbg_containers *containers;
+	struct wbg_containers *containers; /* names found in runtimes' state go here too */
 	const struct wbg_host *host;       /* mounts and block devices, for plans */
 	const struct wbg_verdicts *verdicts; /* no boost where the kernel has the fallback */
 };
@@ -43,7 +43,7 @@ struct wbg_expiry {
 	struct wbg_bpf *bpf;
 	struct flush_pool *pool;
 	const struct wbg_registry *reg;
-	const struct wbg_containers *containers;
+	struct wbg_containers *containers;
 	const struct wbg_host *host;
 	const struct wbg_verdicts *verdicts;
 

@@ -10,6 +10,7 @@
 #include "manager.h"
 #include "metrics.h"
 #include "metrics-kernel.h"
+#include "process-metrics.h"
 #include "textfile.h"
 
 static void write_bpf(FILE *f, const struct manager *m)
@@ -39,7 +40,8 @@ static void write_textfile(FILE *f, const struct manager *m)
 
 void metrics_write(const struct manager *m, FILE *f)
 {
-	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers };
+	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
+						.per_cgroup = m->cfg.metrics_per_cgroup };
 
 	handovers_metrics(f, &m->handovers);
 	watch_metrics(f, &m->watch);
@@ -54,6 +56,7 @@ void metrics_write(const struct manager *m, FILE *f)
 	expiry_metrics(f, &m->expiry);
 	metrics_write_kernel(f, &kernel);
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
+	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 
 void metrics_textfile_update(struct manager *m, bool force)

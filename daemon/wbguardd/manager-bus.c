@@ -330,19 +330,51 @@ void manager_bus_closed(sd_bus *bus, void *userdata)
 		log_debug("Dropped %u flush waiter(s) of a control connection that closed", n);
 }
 
+#define NAME_RETRY_USEC (2ULL * 1000 * 1000)
+#define NAME_RETRIES 30
+
+static void request_name(struct manager *m);
+
+static int on_name_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
+	if (m->systemd.bus)
+		request_name(m);
+	return 0;
+}
+
 static int on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
 	struct manager *m = userdata;
 	const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-	if (e) {
-		log_notice("Cannot own %s on the system bus (%s); the control socket still serves the API", WBG_BUS_NAME,
-			   e->message);
+	if (!e) {
+		m->bus_name_owned = true;
+		m->name_retries = 0;
+		log_info("Serving the control API as %s on the system bus", WBG_BUS_NAME);
 		return 0;
 	}
-	m->bus_name_owned = true;
-	log_info("Serving the control API as %s on the system bus", WBG_BUS_NAME);
+	/* The bus's policy may not have this package's file yet (dbus-daemon
+	 * reloads it a moment after it appears): asked again a while. */
+	if (m->name_retries++ < NAME_RETRIES && !m->name_retry_source &&
+	    sd_event_add_time_relative(m->event, &m->name_retry_source, CLOCK_MONOTONIC, NAME_RETRY_USEC, 0,
+				       on_name_retry, m) >= 0) {
+		log_debug("Cannot own %s on the system bus yet (%s); asking again in 2 s", WBG_BUS_NAME, e->message);
+		return 0;
+	}
+	log_notice("Cannot own %s on the system bus (%s); the control socket still serves the API", WBG_BUS_NAME,
+		   e->message);
 	return 0;
+}
+
+static void request_name(struct manager *m)
+{
+	int r = sd_bus_request_name_async(m->systemd.bus, NULL, WBG_BUS_NAME, 0, on_name, m);
+
+	if (r < 0)
+		log_warning_errno(r, "Cannot offer the control API on the system bus");
 }
 
 void manager_bus_connected(void *userdata, sd_bus *bus)
@@ -351,6 +383,8 @@ void manager_bus_connected(void *userdata, sd_bus *bus)
 	int r;
 
 	m->bus_name_owned = false;
+	m->name_retries = 0;
+	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
 	if (!bus) {
 		manager_bus_closed(m->systemd.bus, m); /* its callers are gone with it */
 		return;

@@ -180,7 +180,7 @@ static void op_pending_drop(void *userdata, uint64_t id)
 static void log_handover(struct manager *m, const struct wbg_handover *h, const char *json)
 {
 	int level = h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ? LOG_WARNING : LOG_INFO;
-	const struct wbg_container *ct = containers_find(&m->containers, h->path);
+	struct wbg_container_names n;
 	_cleanup_free_ char *path = NULL, *msg = NULL;
 
 	if (level > log_get_max_level())
@@ -189,6 +189,7 @@ static void log_handover(struct manager *m, const struct wbg_handover *h, const 
 		log_full_errno(level, 0, "handover %" PRIu64 " %s: %s", h->id, h->path, json);
 		return;
 	}
+	containers_names(&m->containers, h->path, &n);
 	/* as log_internal does: one line whatever the name holds */
 	path = escape_dup(h->path);
 	msg = escape_dup(json);
@@ -199,10 +200,9 @@ static void log_handover(struct manager *m, const struct wbg_handover *h, const 
 	(void)sd_journal_send("MESSAGE=handover %" PRIu64 " %s: %s", h->id, path, msg, "PRIORITY=%d", level,
 			      "SYSLOG_IDENTIFIER=wbguardd", "WBGUARD_HANDOVER_ID=%" PRIu64, h->id,
 			      "WBGUARD_CGROUP=/%s", path, "WBGUARD_OUTCOME=%s", wbg_outcome_to_string(h->outcome),
-			      "WBGUARD_TRIGGER=%s", wbg_trigger_to_string(h->trigger), "WBGUARD_POD=%s",
-			      ct && ct->pod ? ct->pod : "", "WBGUARD_NAMESPACE=%s", ct && ct->namespace ? ct->namespace : "",
-			      "WBGUARD_CONTAINER=%s", ct && ct->name ? ct->name : "", "WBGUARD_CONTAINER_ID=%s",
-			      ct ? ct->id : "", NULL);
+			      "WBGUARD_TRIGGER=%s", wbg_trigger_to_string(h->trigger), "WBGUARD_POD=%s", n.pod,
+			      "WBGUARD_NAMESPACE=%s", n.namespace, "WBGUARD_CONTAINER=%s", n.container,
+			      "WBGUARD_CONTAINER_ID=%s", n.container_id, NULL);
 }
 
 #define VERDICT_AT_END_USEC (10ULL * 1000 * 1000)

@@ -215,6 +215,14 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	return 0;
 }
 
+static void on_config_changed(void *userdata)
+{
+	struct manager *m = userdata;
+
+	log_info("%s or its drop-ins changed; reloading", m->config_path);
+	(void)manager_reload(m);
+}
+
 static int start_signals(struct manager *m)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
@@ -255,7 +263,7 @@ static int start_lifecycle(struct manager *m)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
 	p = manager_handovers_params(m);
-	handovers_init(&m->handovers, &p, &m->reg, &manager_handovers_ops, m);
+	handovers_init(&m->handovers, &p, &m->reg, &m->containers, &manager_handovers_ops, m);
 	r = timer_new_off(m->event, &m->handovers_source, 10 * 1000, on_handovers_due, m);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->verdict_source, CLOCK_MONOTONIC, VERDICT_REFRESH_USEC,
@@ -266,6 +274,16 @@ static int start_lifecycle(struct manager *m)
 	evidence_read_static("/proc/kallsyms", tracing, btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &e);
 	verdicts_init(&m->verdicts, &e);
 	manager_refresh_verdict(m);
+	return 0;
+}
+
+/* Once the BPF ring is read: whether removals can be watched (the evidence
+ * comes on the ring), and the mode in effect said. */
+static void start_flush_mode(struct manager *m)
+{
+	struct wbg_handovers_params p = manager_handovers_params(m);
+
+	handovers_set_params(&m->handovers, &p);
 	if (m->cfg.flush_mode == WBG_FLUSH_EAGER)
 		log_info("Flush mode: eager (every removal with dirty data is flushed)");
 	else if (p.on_evidence)
@@ -273,7 +291,6 @@ static int start_lifecycle(struct manager *m)
 	else
 		log_warning("Flush mode: eager; on-evidence needs the BPF programs that see foreign dirtying and "
 			    "what each cgroup dirtied, and this kernel or configuration has not got them");
-	return 0;
 }
 
 /* The scratch cgroup goes below the first watched subtree that exists:
@@ -391,8 +408,11 @@ int manager_start(struct manager *m)
 		if (r < 0)
 			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
 	}
+	start_flush_mode(m);
 	(void)watch_systemd_start(&m->systemd, m->event, &manager_systemd_ops, m);
 	r = control_start(&m->control, m->event, m->cfg.state_dir, manager_bus_add_objects, manager_bus_closed, m);
+	if (r >= 0 && m->cfg.watch_config)
+		r = config_watch_start(&m->config_watch, m->event, m->config_path, on_config_changed, m);
 	if (r < 0)
 		return r;
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
@@ -416,10 +436,12 @@ struct manager *manager_free(struct manager *m)
 	 * interrupted: the next start redoes them), its callers answered. */
 	if (m->handovers.ops)
 		handovers_stop(&m->handovers);
+	config_watch_stop(&m->config_watch);
 	control_stop(&m->control);
 	watch_systemd_stop(&m->systemd);
 	metrics_http_stop(&m->http);
 	m->watch_retry_source = sd_event_source_disable_unref(m->watch_retry_source);
+	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
 	m->verdict_source = sd_event_source_disable_unref(m->verdict_source);
 	m->handovers_source = sd_event_source_disable_unref(m->handovers_source);
 	m->rmdir_source = sd_event_source_disable_unref(m->rmdir_source);

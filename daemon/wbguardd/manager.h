@@ -15,6 +15,7 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "config-watch.h"
 #include "containers.h"
 #include "control.h"
 #include "expiry.h"
@@ -57,10 +58,13 @@ struct manager {
 	struct wbg_systemd systemd;
 	struct wbg_control control;
 	struct wbg_metrics_http http;
+	struct wbg_config_watch config_watch;
 	struct wbg_textfile *textfile;
 	uint64_t textfile_written_usec;
 	uint64_t cleanup_seq, api_calls;
 	bool bus_name_owned;
+	unsigned name_retries;             /* RequestName denied: asked again */
+	sd_event_source *name_retry_source;
 
 	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *rmdir_source;
 	sd_event_source *handovers_source, *verdict_source;

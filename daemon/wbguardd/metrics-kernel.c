@@ -14,30 +14,32 @@
 #include "metrics.h"
 #include "metrics-kernel.h"
 
-/* A cgroup's labels: id as cAdvisor has it (the path from the cgroupfs root
- * with a leading '/'), escaped; and pod, namespace and container (cAdvisor's
- * names too) when the OCI hook registered it as a pod's. NULL for cgroups we
- * cannot name: their counts are in the node-wide totals only. */
+/* A cgroup's labels, the same four on every per-cgroup series: id as
+ * cAdvisor has it (the path from the cgroupfs root with a leading '/'),
+ * escaped; pod, namespace and container (cAdvisor's names too) when the OCI
+ * hook registered it, or, for a pod-level cgroup, the pod of a registered
+ * container below it; blank where unknown. NULL for cgroups we cannot name:
+ * their counts are in the node-wide totals only. */
 static char *cgroup_labels(const struct wbg_kernel_view *m, uint64_t id)
 {
 	const char *path = series_cgroup_path(m->series, id);
-	const struct wbg_container *ct;
+	struct wbg_container_names names;
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f;
 
 	if (!path || !(f = open_memstream(&buf, &n)))
 		return NULL;
-	fputs("id=\"/", f);
-	metric_label_value(f, path);
-	fputc('"', f);
-	ct = containers_find(m->containers, path);
-	if (ct && ct->pod) {
-		const char *names[] = { "pod", ct->pod, "namespace", ct->namespace, "container", ct->name };
+	containers_names(m->containers, path, &names);
+	{
+		const char *k[] = { "pod", "namespace", "container" }, *v[] = { names.pod, names.namespace, names.container };
 
-		for (size_t i = 0; i < ELEMENTSOF(names); i += 2) {
-			fprintf(f, ",%s=\"", names[i]);
-			metric_label_value(f, names[i + 1] ? names[i + 1] : "");
+		fputs("id=\"/", f);
+		metric_label_value(f, path);
+		fputc('"', f);
+		for (size_t i = 0; i < ELEMENTSOF(k); i++) {
+			fprintf(f, ",%s=\"", k[i]);
+			metric_label_value(f, v[i]);
 			fputc('"', f);
 		}
 	}
@@ -135,9 +137,8 @@ static int write_prog(const char *name, bool ok, const char *why, void *userdata
 {
 	FILE *f = userdata;
 
-	fprintf(f, "wbguard_bpf_program_attached{program=\"%s\",reason=\"", name);
-	metric_label_value(f, ok ? "" : why);
-	fprintf(f, "\"} %d\n", ok);
+	/* the reason is one of a few words (the log has the details) */
+	fprintf(f, "wbguard_bpf_program_attached{program=\"%s\",reason=\"%s\"} %d\n", name, why, ok);
 	return 0;
 }
 
@@ -150,11 +151,12 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 	uint64_t t[_WBG_TOTAL_MAX];
 
 	metric_family(f, "wbguard_bpf_program_attached", "gauge",
-		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing.");
+		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing "
+		      "(not_requested, no_kernel_hook, other_event_shape, attach_failed; the log says more).");
 	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
 	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
 		return;
-	if ((attached(m, "path_bdp") || attached(m, "path_switch")) &&
+	if (m->per_cgroup && (attached(m, "path_bdp") || attached(m, "path_switch")) &&
 	    wbg_bpf_foreach_cgroup_stats(m->bpf, add_stats, &cs) < 0)
 		for (unsigned i = 0; i < _ROWS_MAX; i++)
 			metric_rows_free(&cs.rows[i]);
@@ -171,13 +173,13 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 		const char *n = "wbguard_kernel_dying_wb_lookups_total";
 
 		metric_family(f, n, "counter",
-			      "Seed 000's fallback: wb_get_lookup_dying() calls that found a dying wb, and that did not.");
+			      "The dying-wb fallback's lookups (wb_get_lookup_dying()): calls that found a dying wb, and that did not.");
 		metric_labelled(f, n, "result", "found", t[WBG_T_LOOKUP_DYING_FOUND]);
 		metric_labelled(f, n, "result", "none", t[WBG_T_LOOKUP_DYING_NONE]);
 	}
 	if (attached(m, "path_bdev_flush") || attached(m, "path_bdev_wb"))
 		metric_counter(f, "wbguard_kernel_bdev_flushes_total",
-			"Seed 001's fallback: foreign block-device page caches written back on their own.",
+			"Foreign block-device page caches the kernel wrote back on their own (the separate bdev flush).",
 			t[WBG_T_BDEV_FLUSH]);
 	if (attached(m, "path_frn_exit")) {
 		metric_counter(f, "wbguard_kernel_bdev_flush_work_total", "memcg_bdev_frn_flusher work items run.",
@@ -190,7 +192,7 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 
 		metric_family(f, n, "counter",
 			      "writeback:flush_foreign events: flushes of another cgroup's wb (kind wb) or of a "
-			      "block device's page cache on its own (kind bdev, seed 001).");
+			      "block device's page cache on its own (kind bdev: the separate bdev flush).");
 		metric_labelled(f, n, "kind", "wb", t[WBG_T_FLUSH_FOREIGN_WB]);
 		metric_labelled(f, n, "kind", "bdev", t[WBG_T_FLUSH_FOREIGN_BDEV]);
 	}
@@ -200,7 +202,7 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 		metric_family(f, n, "counter",
 			      "writeback:track_foreign_dirty events: folios dirtied against another cgroup's wb, by "
 			      "whose page cache (a file's or a block device's) and the path the kernel took for it "
-			      "(owner_wb: flush the owner's whole wb; bdev: seed 001's own bdev flush).");
+			      "(owner_wb: flush the owner's whole wb; bdev: the separate flush of the device's page cache).");
 		fprintf(f, "%s{folio=\"file\",path=\"owner_wb\"} %" PRIu64 "\n", n, t[WBG_T_FOREIGN_DIRTY_WB]);
 		fprintf(f, "%s{folio=\"bdev\",path=\"owner_wb\"} %" PRIu64 "\n", n,
 			t[WBG_T_FOREIGN_DIRTY_BDEV_SHARED]);
@@ -212,25 +214,28 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 		metric_value(f, "wbguard_kernel_dirty_throttle_pause_seconds_total", "counter",
 				 "Time writers were put to sleep in balance_dirty_pages(), node-wide.",
 				 t[WBG_T_BDP_PAUSE_MS] / 1000.0);
-		write_rows(f, "wbguard_cgroup_dirty_throttle_pauses_total",
-			   "Sleeps of this cgroup's writers in balance_dirty_pages().", &cs.rows[ROWS_PAUSES]);
-		write_rows(f, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
-			   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.",
-			   &cs.rows[ROWS_PAUSE_SECONDS]);
+		if (m->per_cgroup) {
+			write_rows(f, "wbguard_cgroup_dirty_throttle_pauses_total",
+				   "Sleeps of this cgroup's writers in balance_dirty_pages().", &cs.rows[ROWS_PAUSES]);
+			write_rows(f, "wbguard_cgroup_dirty_throttle_pause_seconds_total",
+				   "Time this cgroup's writers slept in balance_dirty_pages(): the stall itself.",
+				   &cs.rows[ROWS_PAUSE_SECONDS]);
+		}
 	}
 	if (attached(m, "path_switch")) {
 		metric_counter(f, "wbguard_kernel_inode_wb_switches_total",
-			"Inodes switched between cgroup wbs (seed 002); rate() gives switches per second.",
+			"Inodes switched between cgroup wbs (a storm of them costs system CPU); rate() gives switches per second.",
 			t[WBG_T_SWITCHES]);
-		write_rows(f, "wbguard_cgroup_inode_wb_switches_total", "Inodes switched away from this cgroup's wbs.",
-			   &cs.rows[ROWS_SWITCHES]);
+		if (m->per_cgroup)
+			write_rows(f, "wbguard_cgroup_inode_wb_switches_total",
+				   "Inodes switched away from this cgroup's wbs.", &cs.rows[ROWS_SWITCHES]);
 	}
 	if (attached(m, "life_rmdir"))
 		metric_counter(f, "wbguard_bpf_events_lost_total",
 			       "Cgroup removals and releases the BPF ring buffer had no room for (inotify still "
 			       "reports removals; a lost release leaves series until the LRU evicts them).",
 			       t[WBG_T_LIFE_LOST]);
-	if (attached(m, "wbid_exit"))
+	if (m->per_cgroup && attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
 	for (unsigned i = 0; i < _ROWS_MAX; i++) /* the families not written */
 		metric_rows_free(&cs.rows[i]);

@@ -2,6 +2,7 @@
 /* The kernel's side of the metrics, from the BPF counters. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct wbg_bpf;
@@ -14,6 +15,7 @@ struct wbg_kernel_view {
 	const struct wbg_bpf *bpf; /* NULL: no kernel series */
 	const struct wbg_series *series;
 	const struct wbg_containers *containers;
+	bool per_cgroup; /* [metrics] per_cgroup: the per-cgroup families at all */
 };
 
 void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *v);

@@ -36,6 +36,17 @@ for where, what, e in exprs:
     for n in sorted(used(e)):
         if not known(n):
             problems.append(f"{where}: '{what}' queries {n}, which wbguardd does not export")
+# Every alert names its runbook, and the runbook has that section.
+runbooks = open(os.path.join(top, "docs/runbooks.md")).read()
+anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", runbooks, re.M)}
+for g in rules["groups"]:
+    for r in g["rules"]:
+        url = r.get("annotations", {}).get("runbook_url", "")
+        m = re.match(r"https://github.com/wbguard/wbguard/blob/main/docs/runbooks.md#(.+)$", url)
+        if not m:
+            problems.append(f"rules: '{r['alert']}' has no runbook_url into docs/runbooks.md")
+        elif m.group(1) not in anchors:
+            problems.append(f"rules: '{r['alert']}' runbook_url #{m.group(1)}: no such section in docs/runbooks.md")
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)

@@ -56,5 +56,23 @@ int main(void)
 	containers_forget(&t, "nope");
 	CHECK(containers_count(&t) == 3, "forgetting an unknown path is a no-op");
 	containers_free(&t);
+
+	/* a pod's cgroup names its pod through the containers below it */
+	CHECK(containers_init(&t, 8) == 0 &&
+		      containers_register(&t, "kubepods/pod1/c1", "c1", "", crio_k, crio_v, N(crio_k)) == 0 &&
+		      containers_register(&t, "kubepods/pod1/c2", "c2", "", crio_k, crio_v, N(crio_k)) == 0 &&
+		      containers_register(&t, "kubepods/pod2/c3", "c3", "", ctrd_k, ctrd_v, N(ctrd_k)) == 0,
+	      "two pods' containers registered");
+	c = containers_find_below(&t, "kubepods/pod1");
+	CHECK(c && streq(c->id, "c2") && streq(c->pod, "web-0"), "below the pod's cgroup: the newest of its containers");
+	CHECK(streq(containers_find_below(&t, "kubepods/pod2")->pod, "db-1") && !containers_find_below(&t, "kubepods") &&
+		      !containers_find_below(&t, "kubepods/pod1/c1"),
+	      "only its direct children count");
+	containers_forget(&t, "kubepods/pod1/c2");
+	c = containers_find_below(&t, "kubepods/pod1");
+	CHECK(c && streq(c->id, "c1"), "the newest gone: the other container below names the pod");
+	containers_forget(&t, "kubepods/pod1/c1");
+	CHECK(!containers_find_below(&t, "kubepods/pod1"), "all gone: none");
+	containers_free(&t);
 	return tap_done();
 }

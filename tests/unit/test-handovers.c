@@ -244,6 +244,7 @@ static const struct wbg_handovers_ops ops = {
 };
 
 static struct wbg_registry reg;
+static struct wbg_containers containers;
 static struct wbg_handovers hs;
 static char dir[] = "/tmp/wbg-handovers-XXXXXX";
 
@@ -268,7 +269,7 @@ static void setup(bool on_evidence)
 
 	reset_world();
 	reg = (struct wbg_registry){ 0 };
-	handovers_init(&hs, &p, &reg, &ops, NULL);
+	handovers_init(&hs, &p, &reg, &containers, &ops, NULL);
 	handovers_open_ids(&hs, dir, 0);
 }
 
@@ -483,6 +484,18 @@ static void test_empty_plans(void)
 	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own,
 	      "dirty pages charged to it that are not its own writes: no-targets, no boost");
+	removed(pod);
+	CHECK(x.ended == 1, "... and its removal is no second record");
+	teardown();
+
+	setup(false);
+	x.plan_targets = 0;
+	x.dirty_result = -ENOENT; /* gone before its populated 0 was read */
+	pod = cgroup(440, "k/quick");
+	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	removed(pod);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN,
+	      "nothing recorded of a cgroup gone at once: one clean record, not one per event");
 	teardown();
 }
 
@@ -712,10 +725,38 @@ static void test_stop_job_and_recovery(void)
 	teardown();
 }
 
+static void test_names(void)
+{
+	const char *k[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.container.name" };
+	const char *v[] = { "web-0", "shop", "app" };
+	struct wbg_cgroup *pod, *ctr;
+	uint64_t id;
+
+	setup(false);
+	(void)containers_register(&containers, "kubepods/p1/c1", "c1id", "/b", k, v, 3);
+	ctr = cgroup(1000, "kubepods/p1/c1");
+	pod = cgroup(1001, "kubepods/p1");
+	id = handovers_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(ctr);
+	advance(x.now + S);
+	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "app") &&
+		      json_has("registered_id", "c1id"),
+	      "a registered container's record names its pod, namespace, container and id");
+	x.dirty = 0;
+	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "") &&
+		      !strstr(x.last_json, "registered_id"),
+	      "its pod's cgroup: the pod's names from the container below it, no container");
+	teardown();
+	containers_forget(&containers, "kubepods/p1/c1");
+}
+
 int main(void)
 {
-	if (!mkdtemp(dir))
+	if (!mkdtemp(dir) || containers_init(&containers, 16) < 0)
 		return 1;
+	test_names();
 	test_eager();
 	test_dying_still_dirty();
 	test_early_ends();
@@ -726,6 +767,7 @@ int main(void)
 	test_on_evidence();
 	test_stop();
 	test_stop_job_and_recovery();
+	containers_free(&containers);
 	{
 		char p[sizeof(dir) + 16];
 

@@ -32,11 +32,12 @@ sleep 1
 $ctl list --json >/wbg-out/list.json
 d=$(jq -r '.[] | select(.cgroup == "wbgtest/live") | .file_dirty_bytes' /wbg-out/list.json)
 # Background writeback may already be writing it (CI saw 23.3 MiB): what the
-# list says lies between what memory.stat says just after and the 32 MiB.
+# list says lies between what memory.stat says just after and the 32 MiB,
+# with a few pages of the file's metadata charged beside them (seen: 8 KiB).
 after=$(awk '$1 == "file_dirty" {print $2}' /sys/fs/cgroup/wbgtest/live/memory.stat)
 echo "# list: wbgtest/live has $d bytes dirty ($after in memory.stat after)"
 check "list: the live cgroup with its dirty bytes" \
-	sh -c "test '${d:-0}' -gt 0 && test '${d:-0}' -ge '$after' && test '${d:-0}' -le $((32 << 20))"
+	sh -c "test '${d:-0}' -gt 0 && test '${d:-0}' -ge '$after' && test '${d:-0}' -le $((33 << 20))"
 $ctl flush --wait --json /wbgtest/live >/wbg-out/flush.json
 rc=$?
 check "flush --wait: exit 0" test $rc = 0

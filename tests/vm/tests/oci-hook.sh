@@ -28,7 +28,7 @@ chmod +x /tmp/hook-wrap
 dirty() { awk '$1 == "Dirty:" {print $2}' /proc/meminfo; }
 # crun: the shipped hooks.d file's arguments (the stage from the state's
 # status), CRI-O's annotations; runc: explicit stages, containerd's.
-shipped_args=$(jq -c '.hook.args' "$WBG_TOP/hooks/oci-hooks.d/wbguard.json")
+shipped_args=$(jq -c '.hook.args' "$WBG_BUILD/hooks/50-wbguard.json")
 ann_crun='{"io.kubernetes.pod.name":"web-0","io.kubernetes.pod.namespace":"shop","io.kubernetes.container.name":"app"}'
 ann_runc='{"io.kubernetes.cri.sandbox-name":"db-1","io.kubernetes.cri.sandbox-namespace":"store","io.kubernetes.cri.container-name":"pg"}'
 # run_container RUNTIME [LINGER [PARENT]]: create/start/exit/delete with the hook, checking
@@ -83,11 +83,17 @@ grep '^wbguard_cgroup_[a-z_]*{id="/wbgtest/hook-' /wbg-out/metrics.txt | sed 's/
 check "per-cgroup series of the registered containers carry their pod labels" sh -c \
 	"grep -q '^wbguard_cgroup_[a-z_]*{id=\"/wbgtest/hook-[a-z]*\",pod=\"\(web-0\|db-1\)\",namespace=\"\(shop\|store\)\",container=\"\(app\|pg\)\"' /wbg-out/metrics.txt &&
 	 ! grep '^wbguard_cgroup_[a-z_]*{id=\"/wbgtest/hook-' /wbg-out/metrics.txt | grep -qv ',pod=\"'"
+check "every per-cgroup series has the same four labels first (id, pod, namespace, container)" sh -c \
+	"grep -q '^wbguard_cgroup_' /wbg-out/metrics.txt &&
+	 ! grep '^wbguard_cgroup_' /wbg-out/metrics.txt | grep -qv '^[a-z_]*{id=\"[^\"]*\",pod=\"[^\"]*\",namespace=\"[^\"]*\",container=\"[^\"]*\"[,}]'"
 $ctl handovers --json >/wbg-out/handovers.json
 for rt in crun runc; do
 	id=$(sed -n "s/.*container hook-$rt: wbguardd handover \([0-9]*\).*/\1/p" /wbg-out/hook.log | tail -1)
 	check "$rt: the handover the hook was told of is wbguardd's record for its cgroup" \
 		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | .cgroup' /wbg-out/handovers.json)" = wbgtest/hook-$rt
+	check "$rt: its record names the pod, namespace and container" \
+		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | "\(.namespace)/\(.pod)/\(.container)"' /wbg-out/handovers.json)" = \
+		"$([ $rt = crun ] && echo shop/web-0/app || echo store/db-1/pg)"
 	check "$rt: and it found the container's 16 MiB dirty" \
 		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | .dirty_bytes' /wbg-out/handovers.json)" -gt $((12 << 20))
 done

@@ -1,21 +1,36 @@
 # vm: --kernel stock --systemd --disks ext4
-# The shipped units/wbguard.service under systemd as PID 1: installed,
-# started (Type=notify), reloaded, stopped with the sysctl restored, and
-# restarted after a crash; its hardening as systemd-analyze scores it.
+# wbguard as Debian's package installs it, under systemd as PID 1: apt
+# installs the .deb (tests/deb/check built it) and the service is enabled
+# and running with no other step, its hook file where CRI-O and Podman read
+# it and its D-Bus policy in place; a drop-in reaches it without a reload
+# (the config watch); then reloaded, restarted after a crash, stopped with
+# the sysctl restored; its hardening as systemd-analyze scores it; purged,
+# leaving the admin's sysctl and no state.
 . "$WBG_TOP/tests/vm/lib.sh"
+deb=$WBG_BUILD/deb/wbguard.deb
+if [ ! -s "$deb" ]; then
+	skip "service: no package built ($deb; tests/deb/check builds it)"
+	exit 0
+fi
 sysctl=/proc/sys/vm/dirty_expire_centisecs
 admin=$(cat $sysctl)
-# Installed as an operator would (the guest's /usr is a writable overlay):
-# the unit as shipped, its ExecStart path included.
-install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
-install -m 644 "$WBG_TOP/units/wbguard.service" /etc/systemd/system/wbguard.service
-install -m 644 "$WBG_TOP/conf/io.wbguard1.conf" /etc/dbus-1/system.d/io.wbguard1.conf
-busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig
-mkdir -p /etc/wbguard
-printf '[policy "wbgtest/g"]\ndirty_expire = 2s\nmechanism = global\n' >/etc/wbguard/wbguard.conf
-systemctl daemon-reload
-systemctl start wbguard.service
-check "systemctl start returns (READY=1 came)" test $? = 0
+ctl=/usr/bin/wbguardctl
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$deb" >/wbg-out/apt-install.log 2>&1
+check "apt installs the package" test $? = 0
+check "wbguard.service is enabled by the package" test "$(systemctl is-enabled wbguard.service)" = enabled
+i=0; while ! systemctl is-active --quiet wbguard.service && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "and running, with no other step (Type=notify: READY=1 came)" systemctl is-active --quiet wbguard.service
+check "the unit runs the package's binary" test "$(systemctl show -p ExecStart --value wbguard.service | sed -n 's/.*path=\([^ ;]*\).*/\1/p')" = /usr/sbin/wbguardd
+check "the hook file is in /usr/share/containers/oci/hooks.d, naming the package's hook" \
+	test "$(jq -r .hook.path /usr/share/containers/oci/hooks.d/50-wbguard.json)" = /usr/libexec/wbguard/wbguard-oci-hook
+check "the D-Bus policy is in place" test -s /usr/share/dbus-1/system.d/io.wbguard1.conf
+check "wbguardctl status answers" sh -c "$ctl status >/wbg-out/status.txt"
+check "man wbguardd resolves (the unit's Documentation=)" sh -c "man -w wbguardd | grep -q /usr/share/man/man8/wbguardd.8"
+# A drop-in, with no reload asked for: the config watch reloads.
+mkdir -p /etc/wbguard/conf.d
+printf '[policy "wbgtest/g"]\ndirty_expire = 2s\nmechanism = global\n' >/etc/wbguard/conf.d/50-test.conf
+i=0; while ! journalctl -u wbguard.service | grep -q 'drop-ins changed; reloading' && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+check "a new drop-in is picked up without a reload (config watch)" sh -c "journalctl -u wbguard.service | grep -q 'Reloaded /etc/wbguard/wbguard.conf'"
 check "is-active" systemctl is-active --quiet wbguard.service
 journalctl -u wbguard.service --no-pager >/wbg-out/journal-1.txt
 check "watching, BPF on, no permission errors under the hardening" \
@@ -36,9 +51,9 @@ check "anyone may read the verdict properties" sh -c "echo '$v' | grep -q '^s \"
 nobody busctl call io.wbguard1 /io/wbguard1 io.wbguard1.Manager ListCgroups >/wbg-out/nobody-call.txt 2>&1
 check "a method call from non-root is denied by the bus policy" \
 	sh -c "test $? != 0 && grep -qi 'access denied\|AccessDenied\|not allowed' /wbg-out/nobody-call.txt"
-"$WBG_BUILD/daemon/wbguardctl" --system status --json >/wbg-out/status-system.json
+$ctl --system status --json >/wbg-out/status-system.json
 check "wbguardctl --system status: the daemon answers on the bus" test "$(jqv /wbg-out/status-system.json .daemon.system_bus)" = true
-"$WBG_BUILD/daemon/wbguardctl" status --json >/wbg-out/status-socket.json
+$ctl status --json >/wbg-out/status-socket.json
 check "and on its control socket in the RuntimeDirectory" test "$(jqv /wbg-out/status-socket.json .daemon.version)" = "$(jqv /wbg-out/status-system.json .daemon.version)"
 
 mkdir -p /sys/fs/cgroup/wbgtest/g
@@ -107,4 +122,20 @@ systemd-analyze security wbguard.service --no-pager >/wbg-out/security.txt 2>&1
 exposure=$(sed -n 's/.*Overall exposure level for wbguard.service: \([0-9.]*\).*/\1/p' /wbg-out/security.txt)
 echo "# systemd-analyze security: exposure $exposure"
 check "systemd-analyze security scores it" test -n "$exposure"
+
+# Purged while it holds the sysctl lowered: the admin's value, and no state.
+systemctl start wbguard.service
+mkdir -p /sys/fs/cgroup/wbgtest/g
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g/cgroup.procs; exec sleep 600' &
+g=$!
+sleep 1
+check "before the purge: lowered to 200 by a pod" test "$(cat $sysctl)" = 200
+rm /etc/wbguard/conf.d/50-test.conf # the admin's own file: purge leaves those
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -q wbguard >/wbg-out/apt-purge.log 2>&1
+check "apt purges the package" test $? = 0
+check "purged: the admin's sysctl" test "$(cat $sysctl)" = "$admin"
+check "purged: no state left (/run/wbguard, /etc/wbguard)" sh -c "test ! -e /run/wbguard && test ! -e /etc/wbguard"
+check "purged: no unit, no binaries" sh -c "! systemctl cat wbguard.service >/dev/null 2>&1 && test ! -e /usr/sbin/wbguardd"
+kill $g; wait $g 2>/dev/null
+rmdir /sys/fs/cgroup/wbgtest/g /sys/fs/cgroup/wbgtest 2>/dev/null
 true

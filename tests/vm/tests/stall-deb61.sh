@@ -17,8 +17,8 @@ check "verdict: dying-wb fallback missing on 6.1" test "$(verdict dying_wb_fallb
 check "verdict: bdev foreign flush missing on 6.1" test "$(verdict bdev_foreign_flush)" = missing
 daemon_stop
 check "metrics: -ENOENT to the removed cgroup" \
-	test "$(metric 'wbguard_cgroup_foreign_flushes_total{id="/wbstall/old",result="enoent",target="dying"}')" -gt 0
-pause_off=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+	test "$(metric 'wbguard_cgroup_foreign_flushes_total{id="/wbstall/old",pod="",namespace="",container="",result="enoent",target="dying"}')" -gt 0
+pause_off=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
 check "metrics: the replacement's balance_dirty_pages pause time" fgt "$pause_off" 0
 
 # With wbguardd mitigating: no -ENOENT, and the pauses gone.
@@ -28,7 +28,7 @@ $WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 -
 scrape_metrics
 check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
-pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new"}')
+pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
 echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
 check "mitigated: pause time under a tenth of the stalled run's" fgt "$pause_off" "$(awk -v p="${pause_on:-0}" 'BEGIN { print p * 10 }')"
 promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1

@@ -12,9 +12,9 @@ check "wbguardd starts" test $? = 0
 scrape_metrics
 check "verdict: dying-wb fallback active" test "$(verdict dying_wb_fallback)" = active
 check "verdict: bdev foreign flush active from the code alone" test "$(verdict bdev_foreign_flush)" = active
-check "evidence: bdev symbol" test "$(metric 'wbguard_kernel_bdev_foreign_flush_evidence{kind="symbol"}')" = 1
+check "evidence: bdev symbol" test "$(metric wbguard_kernel_bdev_foreign_flush_symbol)" = 1
 check "evidence: flush_foreign has a dev field (BTF)" \
-	test "$(metric 'wbguard_kernel_bdev_foreign_flush_evidence{kind="tracepoint_dev_field"}')" = 1
+	test "$(metric wbguard_kernel_bdev_foreign_flush_dev_field)" = 1
 check "the dev-argument variant of track_foreign_dirty runs" \
 	test "$(metric 'wbguard_bpf_program_attached{program="path_fdirty_dev",reason=""}')" = 1
 check "mitigation off by itself" test "$(metric wbguard_mitigation_active)" = 0
