@@ -111,6 +111,21 @@ scenario() {
 	rec=$(pod_cgroup r-$name "dd if=/dev/zero of=$loop bs=1M count=8 status=none")
 	kill $holder; wait $holder 2>/dev/null
 	echo "$rec" | jq -r .reason | grep -q "device cgroup" && res="$res bdev-reason=ok" || res="$res bdev-reason=FAIL"
+	quick_stop && return
+	[ -n "${QUICK:-}" ] && return
+	# the ConfigMap edited: the kubelet's swap of ..data, no restart; the
+	# new configuration (the flush mode back to the default) is in effect
+	local v=/tmp/ds-$name/volume-config ts=..2026_12_01_00_05_00.2
+	mkdir $v/$ts
+	sed 's/^mode = eager$/mode = on-evidence/' $v/..data/wbguard.conf >$v/$ts/wbguard.conf
+	ln -s $ts $v/..data_tmp && mv -T $v/..data_tmp $v/..data
+	rm -rf $v/..2026_12_01_00_00_00.1
+	i=0; while ! grep -q '^Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name-after.prom
+	grep -q '^Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log &&
+		grep -q '^wbguard_flush_mode{mode="eager"} 1' /wbg-out/pod-$name.prom &&
+		grep -q '^wbguard_flush_mode{mode="on-evidence"} 1' /wbg-out/pod-$name-after.prom &&
+		res="$res configmap=ok" || res="$res configmap=FAIL"
 }
 
 # run_pod NAME [pod-to-oci options]: starts the pod, runs the scenario, stops
@@ -133,10 +148,19 @@ run_pod() {
 	echo "$res" | tee /wbg-out/pod-$name.txt
 }
 
-full=$(run_pod full 2>>/wbg-out/notes.txt)
+# As shipped: the image built from the Containerfile (tests/kubernetes/image
+# exported its root), or, where it was not built, the guest's userland.
+image=$WBG_BUILD/image/rootfs
+if [ -x "$image/usr/local/sbin/wbguardd" ]; then
+	full=$(run_pod full --image-rootfs "$image" 2>>/wbg-out/notes.txt)
+	ok "as shipped: the image built from units/kubernetes/Containerfile runs the pod"
+else
+	full=$(run_pod full 2>>/wbg-out/notes.txt)
+	skip "as shipped: the image built from units/kubernetes/Containerfile (not built here: tests/kubernetes/image)"
+fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason restore; do
+for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 sed 's/^/#/' /wbg-out/notes.txt; : >/wbg-out/notes.txt
