@@ -133,6 +133,20 @@ sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g/cgroup.procs; exec sleep 600' &
 g=$!
 sleep 1
 check "before the purge: lowered to 200 by a pod" test "$(cat $sysctl)" = 200
+# Beside another owner of the sysctl (a sysctl.d drop-in applied by
+# systemd-sysctl, as tuned or the Node Tuning Operator also write it): its
+# value is adopted as the admin's, not fought (not written over while the
+# pod still holds it), and it is what stays.
+echo 'vm.dirty_expire_centisecs = 1500' >/etc/sysctl.d/90-wbg-test.conf
+systemctl restart systemd-sysctl.service
+check "systemd-sysctl applied the drop-in (1500)" test "$(cat $sysctl)" = 1500
+i=0; while ! journalctl -u wbguard.service | grep -q 'changed to 1500 behind wbguardd.s back' && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "wbguardd adopts it as the admin's value (noticed within its 5 s check)" \
+	sh -c "journalctl -u wbguard.service | grep -q 'changed to 1500 behind wbguardd.s back (it had written 200): adopted'"
+sleep 2
+check "and does not fight it: still 1500 while the pod holds" test "$(cat $sysctl)" = 1500
+check "wbguardctl status shows no lowering (1500 is the admin's)" sh -c "$ctl status --json | jq -e '.dirty_expire.current == 1500 and .dirty_expire.lowered == false' >/dev/null"
+admin=1500
 rm /etc/wbguard/conf.d/50-test.conf && rmdir /etc/wbguard/conf.d # the admin's own: purge leaves those
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -q wbguard >/wbg-out/apt-purge.log 2>&1
 check "apt purges the package" test $? = 0
@@ -141,4 +155,5 @@ check "purged: no state left (/run/wbguard, /etc/wbguard)" sh -c "test ! -e /run
 check "purged: no unit, no binaries" sh -c "! systemctl cat wbguard.service >/dev/null 2>&1 && test ! -e /usr/sbin/wbguardd"
 kill $g; wait $g 2>/dev/null
 rmdir /sys/fs/cgroup/wbgtest/g /sys/fs/cgroup/wbgtest 2>/dev/null
+rm -f /etc/sysctl.d/90-wbg-test.conf
 true
