@@ -29,6 +29,7 @@ void config_init(struct wbg_config *c)
 		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.metrics_per_cgroup = true,
 		.watch_config = true,
+		.watch_retry_usec = 30ULL * 1000 * 1000,
 		.proc_sys = "/proc/sys",
 		.flush = true,
 		.workers = 4,
@@ -451,6 +452,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		return *expect = "yes or no", parse_bool(v, &c->bpf);
 	if (IS("metrics", "per_cgroup"))
 		return *expect = "yes or no", parse_bool(v, &c->metrics_per_cgroup);
+	if (IS("daemon", "watch_retry_sec"))
+		return *expect = "seconds from 1 to 3600", parse_seconds(v, 1, 3600, &c->watch_retry_usec);
 	if (IS("daemon", "watch_config"))
 		return *expect = "yes or no", parse_bool(v, &c->watch_config);
 	if (IS("metrics", "series_retention_sec"))

@@ -36,6 +36,7 @@ struct wbg_config {
 	char state_dir[256];
 	unsigned max_depth; /* cgroup levels tracked below cgroup_root */
 	uint64_t records_max_bytes; /* handovers.jsonl rotates past it */
+	uint64_t watch_retry_usec;  /* a rescan this often while the inotify limit refuses watches */
 	char proc_sys[256]; /* where vm.dirty_expire_centisecs lives: <proc_sys>/vm/... */
 	/* The host's root seen from here ("" = this is the host): in a
 	 * container with the host's PID namespace, /proc/1/root. The mount
@@ -77,13 +78,13 @@ struct wbg_config {
 	unsigned n_policies;
 	/* [bpf] */
 	bool bpf;
+	bool metrics_per_cgroup; /* [metrics] per_cgroup: per-cgroup series exported at all */
+	bool watch_config;       /* [daemon] watch_config: reload when the configuration's files change */
 	unsigned bpf_dirtied_cgroups; /* bound of the per-cgroup dirtied-device sets */
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
-	bool metrics_per_cgroup;          /* per-cgroup series exported at all */
-	bool watch_config;                /* reload when the configuration's files change */
 };
 
 void config_init(struct wbg_config *c);

@@ -149,8 +149,9 @@ void dying_release(struct dying_watch *w, uint64_t cgroup_id)
 {
 	ssize_t i = find(w, cgroup_id);
 
+	/* released, its wbs are freed with it: no dying wb is left dirty */
 	if (i >= 0 && w->v[i]->state != DYING_FLUSHING)
-		end(w, (size_t)i, DYING_END_DROPPED, -1);
+		end(w, (size_t)i, DYING_END_DROPPED, 1);
 }
 
 static bool sorted_has(const uint64_t *v, size_t n, uint64_t x)

@@ -109,7 +109,8 @@ int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t 
 int dying_evidence(struct dying_watch *w, uint64_t cgroup_id, uint64_t now);
 /* Its cleanup runs with the next tick: the caller ticks soon. */
 void dying_flush_done(struct dying_watch *w, uint64_t cgroup_id, bool ok, uint64_t now);
-/* Released by the kernel: its wbs are gone with it. */
+/* Released by the kernel: its wbs are gone with it (so none is dirty: the
+ * result's verify is 1). */
 void dying_release(struct dying_watch *w, uint64_t cgroup_id);
 /* Drain checks, cleanups, verifications, max_age flushes. Returns when the
  * next tick is due (0: nothing is watched). */

@@ -94,6 +94,14 @@ void verdicts_update(struct wbg_verdicts *v, const struct wbg_evidence *observed
 	v->bdev_flush = b;
 }
 
+/* A verdict as a family: one series per state, 1 on the one that holds. */
+static void verdict_family(FILE *f, const char *name, const char *help, enum wbg_verdict held)
+{
+	metric_family(f, name, "gauge", help);
+	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
+		fprintf(f, "%s{state=\"%s\"} %d\n", name, wbg_verdict_to_string(k), held == k);
+}
+
 void verdicts_metrics(FILE *f, const struct wbg_verdicts *v)
 {
 	const struct wbg_evidence *e = &v->evidence;
@@ -102,18 +110,16 @@ void verdicts_metrics(FILE *f, const struct wbg_verdicts *v)
 	 * (wbguard_kernel_foreign_flushes_total, _dying_wb_lookups_total,
 	 * _bdev_flushes_total, _foreign_dirty_total); here the verdicts and
 	 * what the kernel's code shows */
-	metric_family(f, "wbguard_kernel_dying_wb_fallback", "gauge",
-		      "Whether the kernel's foreign flushes reach dying cgroup wbs (the dying-wb fallback): 1 on "
-		      "the state that holds.");
-	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
-		fprintf(f, "wbguard_kernel_dying_wb_fallback{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->dying_wb == k);
+	verdict_family(f, "wbguard_kernel_dying_wb_fallback",
+		       "Whether the kernel's foreign flushes reach dying cgroup wbs (the dying-wb fallback): 1 on "
+		       "the state that holds.",
+		       v->dying_wb);
 	metric_value(f, "wbguard_kernel_dying_wb_fallback_symbol", "gauge",
 		     "1 when the kernel has the dying-wb fallback's lookup (wb_get_lookup_dying).", e->sym_lookup_dying);
-	metric_family(f, "wbguard_kernel_bdev_foreign_flush", "gauge",
-		      "Whether the kernel writes back foreign block-device page caches on their own (the separate "
-		      "bdev flush): 1 on the state that holds.");
-	for (unsigned k = 0; k < _WBG_VERDICT_MAX; k++)
-		fprintf(f, "wbguard_kernel_bdev_foreign_flush{state=\"%s\"} %d\n", wbg_verdict_to_string(k), v->bdev_flush == k);
+	verdict_family(f, "wbguard_kernel_bdev_foreign_flush",
+		       "Whether the kernel writes back foreign block-device page caches on their own (the separate "
+		       "bdev flush): 1 on the state that holds.",
+		       v->bdev_flush);
 	metric_value(f, "wbguard_kernel_bdev_foreign_flush_symbol", "gauge",
 		     "1 when the kernel has the separate bdev flush's function (bdev_flush_by_dev or "
 		     "bdev_writeback_by_dev).",

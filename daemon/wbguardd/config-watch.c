@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,27 @@ static int on_settled(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void watch_dropins(struct wbg_config_watch *w);
 
+/* Only what the configuration is made of: the file itself, the
+ * ConfigMap's own entries (..data and its timestamped directories), conf.d,
+ * and a drop-in (*.conf). A directory like /tmp sees much else. */
+static bool relevant(const struct wbg_config_watch *w, sd_event_source *s, const struct inotify_event *e)
+{
+	size_t n = e->len ? strlen(e->name) : 0;
+
+	if (!n)
+		return true; /* the directory itself */
+	if (s == w->dropins_source)
+		return n > 5 && strcmp(e->name + n - 5, ".conf") == 0;
+	return strcmp(e->name, w->file) == 0 || strncmp(e->name, "..", 2) == 0 || strcmp(e->name, "conf.d") == 0;
+}
+
 static int on_event(sd_event_source *s, const struct inotify_event *e, void *userdata)
 {
 	struct wbg_config_watch *w = userdata;
 	uint64_t now = 0;
 
+	if (!(e->mask & IN_IGNORED) && !relevant(w, s, e))
+		return 0;
 	w->events++;
 	if (e->mask & IN_IGNORED) {
 		/* conf.d went away: looked for again with the next event */
@@ -63,8 +80,9 @@ int config_watch_start(struct wbg_config_watch *w, sd_event *event, const char *
 	*w = (struct wbg_config_watch){ .event = event, .changed = changed, .userdata = userdata };
 	if (!copy)
 		return log_oom();
+	w->file = strdup(basename(copy));
 	w->dir = strdup(dirname(copy));
-	if (!w->dir || asprintf(&w->dropins, "%s/conf.d", w->dir) < 0) {
+	if (!w->dir || !w->file || asprintf(&w->dropins, "%s/conf.d", w->dir) < 0) {
 		w->dropins = NULL;
 		return log_oom();
 	}
@@ -87,6 +105,7 @@ void config_watch_stop(struct wbg_config_watch *w)
 	w->dropins_source = sd_event_source_disable_unref(w->dropins_source);
 	w->settle = sd_event_source_disable_unref(w->settle);
 	free(w->dir);
+	free(w->file);
 	free(w->dropins);
-	w->dir = w->dropins = NULL;
+	w->dir = w->file = w->dropins = NULL;
 }

@@ -16,7 +16,7 @@
 
 struct wbg_config_watch {
 	sd_event *event;
-	char *dir, *dropins;
+	char *dir, *file, *dropins; /* the file's directory and name, conf.d */
 	sd_event_source *dir_source, *dropins_source, *settle;
 	void (*changed)(void *userdata);
 	void *userdata;

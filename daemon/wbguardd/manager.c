@@ -23,7 +23,6 @@
 #include "textfile.h"
 #include "timer-util.h"
 
-#define WATCH_RETRY_USEC (30ULL * 1000 * 1000)
 /* New evidence comes with use (a retired handover refreshes it too); a
  * reader never does: the timer keeps what a scrape shows current. */
 #define VERDICT_REFRESH_USEC (10ULL * 1000 * 1000)
@@ -108,7 +107,7 @@ static int on_watch_retry(sd_event_source *s, uint64_t usec, void *userdata)
 static void arm_watch_retry(struct manager *m)
 {
 	if (m->watch.watch_limit_hit && !m->watch_retry_source &&
-	    sd_event_add_time_relative(m->event, &m->watch_retry_source, CLOCK_MONOTONIC, WATCH_RETRY_USEC, 0,
+	    sd_event_add_time_relative(m->event, &m->watch_retry_source, CLOCK_MONOTONIC, m->cfg.watch_retry_usec, 0,
 				       on_watch_retry, m) < 0)
 		log_warning("Cannot arm the inotify watch retry: cgroups without a watch wait for the next rescan");
 }

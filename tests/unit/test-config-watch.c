@@ -106,11 +106,17 @@ int main(void)
 	unlink(p);
 	run(e, 3 * WBG_CONFIG_SETTLE_USEC);
 	CHECK(changed == 4, "a drop-in removed: reloaded");
+	put("wbguard-other", "x"); /* not the configuration's */
+	put("conf.d/README", "x");
+	run(e, 2 * WBG_CONFIG_SETTLE_USEC);
+	CHECK(changed == 4, "other files in its directory or conf.d: no reload");
 	config_watch_stop(&w);
 	put("wbguard-other", "x");
 	run(e, 2 * WBG_CONFIG_SETTLE_USEC);
 	CHECK(changed == 4, "stopped: no more reloads");
 
+	at("conf.d/README", p, sizeof(p));
+	unlink(p);
 	at("conf.d", p, sizeof(p));
 	rmdir(p);
 	at("wbguard-other", p, sizeof(p));

@@ -197,7 +197,8 @@ int main(void)
 	dying_tick(&w, 1 * S);
 	CHECK(x.cleanups == 1, "three drained at once: one cleanup for all");
 	dying_release(&w, 2);
-	CHECK(x.ended == 1 && x.last.end == DYING_END_DROPPED && !dying_has(&w, 2), "a released cgroup ends dropped");
+	CHECK(x.ended == 1 && x.last.end == DYING_END_DROPPED && x.last.verify == 1 && !dying_has(&w, 2),
+	      "a released cgroup ends dropped, its wbs gone with it: clean");
 	x.flush_result = -EIO;
 	dying_done(&w);
 	CHECK(x.ended == 3 && dying_count(&w) == 0, "stopping ends the rest");

@@ -98,6 +98,13 @@ for rt in crun runc; do
 		test "$(jq -r --argjson id "${id:-0}" '.[] | select(.id == $id) | .dirty_bytes' /wbg-out/handovers.json)" -gt $((12 << 20))
 done
 check "registration and flush logged by wbguardd" grep -q "Registered container hook-crun: cgroup /wbgtest/hook-crun, pod shop/web-0" /wbg-out/wbguardd.log
+# [metrics] per_cgroup = no: the per-cgroup families go, the node's stay.
+printf '\n[metrics]\nper_cgroup = no\n' >>/tmp/wbg-mode.conf
+$ctl reload
+curl -sf http://127.0.0.1:9573/metrics >/wbg-out/metrics-no-per-cgroup.txt
+check "per_cgroup = no (after a reload): no per-cgroup series, the node-wide totals still there" sh -c \
+	"! grep -q '^wbguard_cgroup_[a-z_]*{id=' /wbg-out/metrics-no-per-cgroup.txt &&
+	 grep -q '^wbguard_kernel_inode_wb_switches_total ' /wbg-out/metrics-no-per-cgroup.txt"
 
 # A state whose pid is not in config.json's cgroup names someone else's
 # process: refused, nothing registered.
