@@ -14,7 +14,7 @@ bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3
 strace valgrind
 scdoc man-db libdbus-1-dev bash-completion
 dpkg-dev debhelper lintian fakeroot
-podman buildah containerd
+podman buildah containerd mmdebstrap
 "
 
 missing=""

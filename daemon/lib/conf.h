@@ -4,7 +4,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/socket.h>
 
 #include "expiry-policy.h"
 
@@ -102,5 +101,3 @@ unsigned config_passes_for(const struct wbg_config *c, const char *fstype);
 /* Whether [flush] exclude_fstypes names it (a glob): its syncfs can hang
  * for as long as a server or a FUSE daemon takes. */
 bool config_fstype_excluded(const struct wbg_config *c, const char *fstype);
-/* "1.2.3.4:9573" or "[::1]:9573" to a socket address. */
-int parse_listen(const char *v, struct sockaddr_storage *ret);

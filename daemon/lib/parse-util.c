@@ -4,6 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "macro.h"
 
 #include "parse-util.h"
 
@@ -71,5 +76,79 @@ int parse_double(const char *s, double *ret)
 	if (errno || *end || !isfinite(x))
 		return -EINVAL;
 	*ret = x;
+	return 0;
+}
+
+int parse_bool(const char *v, bool *ret)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" }, *const no[] = { "0", "no", "false", "off" };
+
+	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return *ret = true, 0;
+		if (strcasecmp(v, no[i]) == 0)
+			return *ret = false, 0;
+	}
+	return -EINVAL;
+}
+
+int parse_uint(const char *v, unsigned min, unsigned max, unsigned *ret)
+{
+	uint64_t x;
+	int r = parse_u64_max(v, max, &x);
+
+	if (r < 0 || x < min)
+		return r < 0 ? r : -ERANGE;
+	*ret = (unsigned)x;
+	return 0;
+}
+
+int parse_seconds(const char *v, double min, double max, uint64_t *ret_usec)
+{
+	double secs;
+
+	if (parse_double(v, &secs) < 0 || secs < min || secs > max)
+		return -EINVAL;
+	*ret_usec = (uint64_t)(secs * 1e6);
+	return 0;
+}
+
+int parse_listen(const char *v, struct sockaddr_storage *ret)
+{
+	struct sockaddr_storage ss = { 0 };
+	char host[64];
+	const char *colon;
+	uint64_t port;
+
+	if (v[0] == '[') {
+		const char *end = strchr(v, ']');
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		if (!end || end[1] != ':' || (size_t)(end - v - 1) >= sizeof(host))
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", (int)(end - v - 1), v + 1);
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		a->sin6_family = AF_INET6;
+		colon = end + 1;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		colon = strrchr(v, ':');
+		if (!colon || (size_t)(colon - v) >= sizeof(host))
+			return -EINVAL;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - v), v);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		a->sin_family = AF_INET;
+	}
+	if (parse_u64_max(colon + 1, 65535, &port) < 0 || port == 0)
+		return -EINVAL;
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+	if (ret)
+		*ret = ss;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "metrics-http.h"
+#include "parse-util.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

@@ -115,20 +115,13 @@ int main(void)
 	run(e, 2 * WBG_CONFIG_SETTLE_USEC);
 	CHECK(changed == 4, "stopped: no more reloads");
 
-	at("conf.d/README", p, sizeof(p));
-	unlink(p);
-	at("conf.d", p, sizeof(p));
-	rmdir(p);
-	at("wbguard-other", p, sizeof(p));
-	unlink(p);
-	at("..2026_12_01_2/wbguard.conf", p, sizeof(p));
-	unlink(p);
-	at("..2026_12_01_2", p, sizeof(p));
-	rmdir(p);
-	at("..data", p, sizeof(p));
-	unlink(p);
-	at("wbguard.conf", p, sizeof(p));
-	unlink(p);
+	/* leaves first: remove() takes files and emptied directories */
+	static const char *const made[] = { "conf.d/README", "conf.d", "wbguard-other", "..2026_12_01_2/wbguard.conf",
+					    "..2026_12_01_2", "..data", "wbguard.conf" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		at(made[i], p, sizeof(p));
+		remove(p);
+	}
 	rmdir(dir);
 	return tap_done();
 }

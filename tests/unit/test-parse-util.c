@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "parse-util.h"
 #include "tap.h"
@@ -35,5 +39,24 @@ int main(void)
 	CHECK(parse_double("-1", &d) == -EINVAL, "negative double");
 	CHECK(parse_double("nan", &d) == -EINVAL, "nan");
 	CHECK(parse_double("1e999", &d) == -EINVAL, "overflowing double");
+
+	bool b = false;
+	unsigned u = 0;
+	struct sockaddr_storage ss;
+
+	CHECK(parse_bool("Yes", &b) == 0 && b, "bool yes, any case");
+	CHECK(parse_bool("off", &b) == 0 && !b, "bool off");
+	CHECK(parse_bool("y", &b) == -EINVAL, "bool: only the words");
+	CHECK(parse_uint("4", 1, 8, &u) == 0 && u == 4, "uint in range");
+	CHECK(parse_uint("0", 1, 8, &u) == -ERANGE && u == 4, "uint below min: -ERANGE, unchanged");
+	CHECK(parse_seconds("0.25", 0, 10, &v) == 0 && v == 250000, "seconds to usec");
+	CHECK(parse_seconds("11", 0, 10, &v) == -EINVAL, "seconds above max");
+	CHECK(parse_listen("127.0.0.1:9573", &ss) == 0 && ss.ss_family == AF_INET &&
+		      ntohs(((struct sockaddr_in *)&ss)->sin_port) == 9573,
+	      "listen v4");
+	CHECK(parse_listen("[::1]:80", &ss) == 0 && ss.ss_family == AF_INET6, "listen v6");
+	CHECK(parse_listen("localhost:80", NULL) == -EINVAL, "listen: numeric hosts only");
+	CHECK(parse_listen("127.0.0.1:0", NULL) == -EINVAL, "listen: port 0");
+	CHECK(parse_listen("[::1]80", NULL) == -EINVAL, "listen: v6 without colon");
 	return tap_done();
 }
