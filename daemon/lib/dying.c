@@ -10,7 +10,9 @@ struct dying_entry {
 	void *cookie;
 	enum dying_state state;
 	uint64_t t_added, t_flush;
+	uint64_t t_watch;      /* when it was last (re)armed for watching */
 	bool evidence_pending; /* evidence came during a flush or too soon after one */
+	bool quiet;            /* no wb_stats: no stall seen for DYING_QUIET_USEC after a flush */
 	struct dying_result res;
 };
 
@@ -73,7 +75,8 @@ int dying_add(struct dying_watch *w, uint64_t cgroup_id, void *cookie, uint64_t 
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	*e = (struct dying_entry){ .cgroup_id = cgroup_id, .cookie = cookie, .state = DYING_WATCHING, .t_added = now };
+	*e = (struct dying_entry){ .cgroup_id = cgroup_id, .cookie = cookie, .state = DYING_WATCHING, .t_added = now,
+				    .t_watch = now };
 	w->v[w->n++] = e;
 	w->stats.added++;
 	/* Without the arming, no evidence comes: the drain path and max_age
@@ -88,6 +91,7 @@ static void start_flush(struct dying_watch *w, struct dying_entry *e, uint64_t n
 
 	e->state = DYING_FLUSHING;
 	e->evidence_pending = false;
+	e->quiet = false;
 	e->t_flush = now;
 	e->res.flushes++;
 	w->stats.flushes++;
@@ -175,8 +179,14 @@ static bool sorted_has(const uint64_t *v, size_t n, uint64_t x)
 static void watch_step(struct dying_watch *w, struct dying_entry *e, int known, const uint64_t *dirty, size_t n,
 		       uint64_t now)
 {
-	bool drained = known ? !sorted_has(dirty, n, e->cgroup_id) : now - e->t_added >= w->params.drain_after_usec;
+	bool drained;
 
+	if (known)
+		drained = !sorted_has(dirty, n, e->cgroup_id);
+	else if (e->res.flushes)
+		drained = e->quiet = now - e->t_watch >= DYING_QUIET_USEC;
+	else
+		drained = now - e->t_watch >= w->params.drain_after_usec;
 	if (drained)
 		e->state = DYING_CLEANUP;
 	else if (!e->res.flushes && now - e->t_added >= w->params.max_age_usec) {
@@ -207,6 +217,18 @@ uint64_t dying_tick(struct dying_watch *w, uint64_t now)
 			continue;
 		}
 		if (!known) {
+			/* Nothing says whether the flush ended it: a writer
+			 * still on the dying wb redirties its inodes at once,
+			 * the kernel's cleanup skips the wb, and only the
+			 * stall shows it. Watched for the stall until it stays
+			 * quiet (or max_age). */
+			if (e->res.flushes && !e->quiet && now - e->t_added < w->params.max_age_usec) {
+				e->state = DYING_WATCHING;
+				e->t_watch = now;
+				(void)w->ops->arm(w->userdata, e->cgroup_id, true);
+				i++;
+				continue;
+			}
 			end(w, i, e->res.flushes ? DYING_END_FLUSHED : DYING_END_UNVERIFIED, -1);
 			continue;
 		}

@@ -11,7 +11,10 @@
  * dying wb (the stall's first sign: BPF on writeback:track_foreign_dirty,
  * one event per arming) is the removed cgroup's data flushed, at once, and
  * the cleanup re-run. A wb that is still dirty after that is watched again
- * (re-armed); a second flush waits reflush_usec after the first.
+ * (re-armed); a second flush waits reflush_usec after the first. Where
+ * wb_stats cannot say whether it is still dirty (before 6.10), a flushed
+ * cgroup is watched again for the stall itself until DYING_QUIET_USEC pass
+ * without it.
  *
  * The decisions live here; the world (BPF, the flush pool, the scratch
  * cycle, wb_stats, the handover that ends) is reached through dying_ops, so
@@ -26,6 +29,10 @@
 /* How often the table is looked at while it holds entries: one read of
  * wb_stats per bdi, and at most one cleanup cycle. */
 #define DYING_TICK_USEC (1000ULL * 1000)
+/* Without wb_stats (before 6.10), how long a flushed cgroup must go without
+ * the stall (an -ENOENT foreign flush) before its watch ends: a stalled
+ * writer's flushes fail every few seconds. */
+#define DYING_QUIET_USEC (10ULL * 1000 * 1000)
 
 enum dying_state {
 	DYING_WATCHING, /* armed; waiting for it to drain, or for evidence */

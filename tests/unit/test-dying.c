@@ -187,6 +187,33 @@ int main(void)
 	CHECK(x.cleanups == 1 && x.ended == 1 && x.last.end == DYING_END_UNVERIFIED, "after it: cleaned, unverified");
 	dying_done(&w);
 
+	/* No wb_stats, flushed on evidence: nothing says the flush ended the
+	 * stall (a writer on the inodes redirties them at once, as on Debian's
+	 * 6.1), so it is watched for the stall again, flushed again when it
+	 * comes, and ends only after DYING_QUIET_USEC without it. */
+	setup(&x, &w);
+	x.no_wbstats = true;
+	x.flush_sync = true;
+	dying_add(&w, 5, NULL, 0);
+	dying_evidence(&w, 5, 1 * S);
+	dying_tick(&w, 2 * S); /* the cleanup */
+	dying_tick(&w, 3 * S); /* the check: not known */
+	CHECK(x.ended == 0 && dying_has(&w, 5) && x.armed[5] && x.stall_only[5],
+	      "no wb_stats, flushed: still watched, armed for the stall");
+	dying_evidence(&w, 5, 4 * S);
+	CHECK(x.flushes[5] == 2, "the stall again: flushed again");
+	dying_tick(&w, 5 * S);
+	dying_tick(&w, 6 * S);
+	dying_tick(&w, 6 * S + DYING_QUIET_USEC - 1);
+	CHECK(x.ended == 0, "watched until it has been quiet for DYING_QUIET_USEC");
+	dying_tick(&w, 6 * S + DYING_QUIET_USEC);
+	dying_tick(&w, 7 * S + DYING_QUIET_USEC);
+	dying_tick(&w, 8 * S + DYING_QUIET_USEC);
+	CHECK(x.ended == 1 && x.last.end == DYING_END_FLUSHED && x.last.verify == -1 && x.last.flushes == 2 &&
+		      x.last.evidence == 2,
+	      "then: ended flushed, unverified, two flushes for two stalls");
+	dying_done(&w);
+
 	/* Bounds, batching, release, failures. */
 	setup(&x, &w);
 	x.dirty[x.n_dirty++] = 1, x.dirty[x.n_dirty++] = 2, x.dirty[x.n_dirty++] = 3;
