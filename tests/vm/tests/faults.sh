@@ -130,10 +130,13 @@ sleep 0.3
 scrape_metrics
 check "killed, their waiters are gone at once, while the flush still hangs" test "$(metric wbguard_flush_waiters)" = 0
 sleep 1
-s=$(date +%s.%N); curl -sf -m 2 http://127.0.0.1:9573/metrics >/wbg-out/metrics-hang.txt; e=$(date +%s.%N)
+# Answered while the flush still hangs (the scrape itself shows it in
+# progress), not when it has ended: how fast is the benchmarks' business.
+s=$(date +%s.%N); curl -sf -m 10 http://127.0.0.1:9573/metrics >/wbg-out/metrics-hang.txt; e=$(date +%s.%N)
 echo "# metrics answered in $(awk -v a=$s -v b=$e 'BEGIN{printf "%.3f", b-a}') s during the hang"
-check "the event loop answers during the hang (metrics in under 1 s)" awk -v a=$s -v b=$e 'BEGIN{exit !(b-a < 1)}'
-check "and the control API" sh -c "timeout 2 $B/daemon/wbguardctl status >/dev/null"
+check "the event loop answers during the hang (a scrape that shows the hung handover still active)" \
+	grep -q '^wbguard_handovers_active [1-9]' /wbg-out/metrics-hang.txt
+check "and the control API" sh -c "timeout 10 $B/daemon/wbguardctl status >/dev/null"
 rec=$(one_removal other /mnt/ext4)
 check "another cgroup's flush on another filesystem goes on meanwhile (a worker is free)" \
 	test "$(echo "$rec" | jq -r .outcome)" = flushed
