@@ -17,6 +17,7 @@
 
 #include "cgroup-identity.h"
 #include "flush-pool.h"
+#include "handover-phase.h"
 #include "mountinfo.h"
 
 struct blockdevs;
@@ -72,9 +73,10 @@ struct wbg_plan {
 
 struct wbg_handover {
 	uint64_t id;
-	struct wbg_handover *queue_next; /* on the cleanup or verify batch (handovers.h) */
-	struct wbg_handover *in_flight_next; /* while a flush runs: its timeout is due at t_timeout */
-	bool in_flight;
+	enum wbg_phase phase; /* changed by handovers' step alone (handover-phase.h) */
+	/* on the cleanup or verify batch (handovers.h), by its phase */
+	struct wbg_handover *queue_prev, *queue_next;
+	struct wbg_handover *in_flight_next; /* FLUSHING: its timeout is due at t_timeout */
 	uint64_t t_timeout;
 	uint64_t verify_due;
 	uint64_t cgroup_id;
@@ -91,17 +93,21 @@ struct wbg_handover {
 	uint64_t inodes_synced, inodes_gone, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup, t_verified;
-	bool removed_before_flushed; /* rmdir came while the flush was running */
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
-	bool deferred;               /* on-evidence: dirty, waiting for its removal to be watched */
-	bool watched;                /* on-evidence: in the manager's dying-wb table (dying.h) */
-	unsigned evidence;           /* on-evidence: foreign dirtyings of its inodes seen (events) */
-	unsigned flushes;            /* on-evidence: flushes started for it */
 	bool flush_inodes;           /* its current flush writes its inodes only (evidence) */
-	uint64_t t_evidence;         /* the first of them */
+	/* on-evidence: its place in the watch table (handovers.h) */
+	bool watch;                  /* in the table now */
+	bool was_watched;            /* ever: its record says how the watch went */
+	bool evidence_pending;       /* evidence came during a flush or within reflush_sec of one */
+	bool quiet;                  /* no wb_stats: no stall for HS_QUIET_USEC after a flush */
+	bool expired;                /* flushed because watch_max_age_sec passed undrained */
+	unsigned evidence;           /* foreign dirtyings of its inodes seen (events) */
+	unsigned flushes;            /* flushes started while watched */
+	uint64_t t_watch_added, t_watch, t_last_flush;
+	uint64_t t_evidence;         /* the first evidence */
 	struct {
 		unsigned major, minor;
 		char fstype[32];

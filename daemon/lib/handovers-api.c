@@ -38,7 +38,7 @@ static void waiter_free(struct wbg_handovers *hs, struct wbg_waiter *w)
 
 /* The handover's flush is over (or it ended without one): answer whoever
  * waits for it. */
-void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h)
+void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h, const char *outcome)
 {
 	struct wbg_waiter *w = hs->waiters, *next;
 
@@ -46,7 +46,7 @@ void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h)
 		next = w->next;
 		if (w->handover_id != h->id)
 			continue;
-		hs->ops->reply(hs->userdata, w->call, h->id, wbg_outcome_to_string(h->outcome), h->reason);
+		hs->ops->reply(hs->userdata, w->call, h->id, outcome, h->reason);
 		waiter_free(hs, w);
 	}
 }
@@ -184,8 +184,23 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 
 		return done ? answer(hs, call, done, 0) : -ENOENT;
 	}
-	if (h->t_flushed || (h->n_pending == 0 && h->outcome != WBG_OUTCOME_PENDING)) {
-		hs->ops->reply(hs->userdata, call, h->id, wbg_outcome_to_string(h->outcome), h->reason);
+	switch (h->phase) {
+	case WBG_PHASE_FLUSHING:
+		break; /* waited for, below */
+	case WBG_PHASE_DEFERRED:
+	case WBG_PHASE_WATCHED:
+		/* on-evidence: nothing is written until a live cgroup dirties
+		 * its files, which may be never: a watch is an answer */
+		hs->ops->reply(hs->userdata, call, h->id, "watched",
+			       "on-evidence: its dying wb is watched, and written when a live cgroup dirties its files");
+		return 1;
+	default: /* its flush is over (or there was none), or being checked */
+		hs->ops->reply(hs->userdata, call, h->id,
+			       h->outcome != WBG_OUTCOME_PENDING ? wbg_outcome_to_string(h->outcome)
+			       : !h->was_watched		 ? "pending"
+			       : h->flushes			 ? "flushed"
+								 : "watched",
+			       h->reason);
 		return 1;
 	}
 	if (timeout_usec == 0) {
@@ -218,14 +233,12 @@ int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *
 	h->t_removed = h->t_trigger;
 	id = h->id;
 	r = hs->ops->plan_recorded(hs->userdata, devs, bdev, n, &plan);
-	if (r >= 0 && plan.n > 0)
-		r = hs_submit(hs, h, &plan);
-	plan_free(&plan);
-	if (h->n_pending == 0) {
+	if (r < 0 || plan.n == 0) {
 		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
-		hs_retire(hs, h);
 	}
+	hs_step(hs, h, r >= 0 && plan.n > 0 ? WBG_EVENT_DIRTY : WBG_EVENT_NOTHING, &plan);
+	plan_free(&plan);
 	hs_reschedule(hs);
 	*ret_id = id;
 	return 0;
@@ -254,15 +267,10 @@ void handovers_stop(struct wbg_handovers *hs)
 		hs->ops->reply(hs->userdata, hs->waiters->call, hs->waiters->handover_id, "pending", "daemon stopping");
 		waiter_free(hs, hs->waiters);
 	}
-	/* queued handovers are in the active set too: recorded below */
-	hs->cleanup_head = hs->cleanup_tail = hs->verify_head = hs->verify_tail = NULL;
-	hs->cleanup_due = 0;
-	/* watched ones end interrupted (the next start's recovery flushes
-	 * what is still dirty) */
 	hs->stopping = true;
-	dying_done(&hs->dying);
-	hs->dying_due = 0;
-	/* Handovers still open are recorded as they stand, not dropped. */
+	/* Every handover still open is recorded as it stands, in one pass:
+	 * a flush, a deferral or a watch interrupted keeps its pending
+	 * record, and the next start flushes what it names. */
 	twalk_r(hs->active, count_active, &n);
 	v = calloc(n + 1, sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	p = v;
@@ -271,21 +279,27 @@ void handovers_stop(struct wbg_handovers *hs)
 		for (struct wbg_handover **q = v; q < p; q++) {
 			struct wbg_handover *h = *q;
 
-			if (h->n_pending) {
-				h->outcome = WBG_OUTCOME_INTERRUPTED;
-				h->reason = "daemon stopped during the flush";
-				h->pending_saved = false; /* kept: the next start redoes it */
-			} else if (h->deferred && h->outcome == WBG_OUTCOME_PENDING) {
-				/* on-evidence, dirty and emptied, not yet
-				 * removed: nothing was flushed */
-				h->outcome = WBG_OUTCOME_INTERRUPTED;
-				h->reason = "daemon stopped before its removal";
+			if (h->outcome == WBG_OUTCOME_PENDING || h->phase == WBG_PHASE_FLUSHING) {
+				if (h->phase == WBG_PHASE_FLUSHING) {
+					h->outcome = WBG_OUTCOME_INTERRUPTED;
+					h->reason = "daemon stopped during the flush";
+				} else if (h->phase == WBG_PHASE_DEFERRED) {
+					/* on-evidence, dirty and emptied, not yet
+					 * removed: nothing was flushed */
+					h->outcome = WBG_OUTCOME_INTERRUPTED;
+					h->reason = "daemon stopped before its removal";
+				}
 			}
-			hs_retire(hs, h);
+			hs_step(hs, h, WBG_EVENT_STOP, NULL);
 		}
 		free(v);
 	} else
 		log_oom();
+	hs->cleanup_head = hs->cleanup_tail = hs->verify_head = hs->verify_tail = NULL;
+	hs->cleanup_due = hs->watch_due = 0;
+	free(hs->watched);
+	hs->watched = NULL;
+	hs->n_watched = hs->watch_cap = 0;
 	for (size_t i = 0; i < WBG_RECENT_MAX; i++) {
 		free(hs->recent[i].path);
 		free(hs->recent[i].json);

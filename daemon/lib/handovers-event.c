@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What a cgroup's news means for its handover: whether anything needs
  * writing (clean, disabled, a parent whose children cover it, dirty pages
- * that are not its own, a BPF set maybe evicted), then a flush, a watch
- * (on-evidence) or the end. */
+ * that are not its own, a BPF set maybe evicted): the event that starts its
+ * phases (handover-phase.h). */
 #include <errno.h>
 #include <search.h>
 #include <string.h>
@@ -66,58 +66,41 @@ static void end_early(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg
 	h->reason = reason;
 	c->handover = NULL;
 	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
-	hs_retire(hs, h);
-}
-
-/* on-evidence, the cgroup gone: its dying wb is watched (dying.h); when the
- * table is full, flushed now as eager mode would, and cleaned up after. */
-static void watch_or_flush(struct wbg_handovers *hs, struct wbg_handover *h)
-{
-	h->deferred = false;
-	if (hs_dying_watch(hs, h) >= 0)
-		return;
-	if (hs_flush(hs, h, false) < 0)
-		log_error("Cannot flush %s", h->path);
-	if (h->n_pending == 0)
-		hs_cleanup_and_verify(hs, h);
+	hs_step(hs, h, WBG_EVENT_NOTHING, NULL);
 }
 
 /* An existing handover moves on: populated 0 after a stop job, or the
  * directory gone. */
 static void move_on(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
 {
-	if (trigger == WBG_TRIGGER_POPULATED_0 && h->deferred)
-		return; /* on-evidence: nothing until the removal */
 	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
 		/* The stop job's flush ran while the processes were still
-		 * writing: once more for what they wrote since. */
+		 * writing: once more for what they wrote since (on-evidence:
+		 * nothing until the removal). */
 		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
 		struct wbg_plan plan = { 0 };
 
 		h->replanned = true;
-		if (hs->ops->plan(hs->userdata, c->id, c, false, &plan) >= 0)
-			(void)hs_submit(hs, h, &plan);
+		if (h->phase == WBG_PHASE_DEFERRED || hs->ops->plan(hs->userdata, c->id, c, false, &plan) >= 0)
+			hs_step(hs, h, WBG_EVENT_EMPTIED, &plan);
 		plan_free(&plan);
-		/* the same targets again: counted once */
+		/* the same targets again: counted once (h lives on: a
+		 * flush is running or its removal is to come) */
 		h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
 		return;
 	}
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 		h->t_removed = hs_now(hs);
 		c->handover = NULL; /* the cgroup entry goes away now */
-		if (h->deferred)
-			watch_or_flush(hs, h);
-		else if (h->n_pending > 0)
-			h->removed_before_flushed = true; /* cleanup follows the flush */
-		else
-			hs_cleanup_and_verify(hs, h);
+		hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
 	}
 }
 
 /* What a dirty cgroup's plan says, when it names nothing to flush of its
  * own: a parent whose children cover it, a set BPF may have evicted (then
  * every filesystem), excluded filesystems, or pages that are not its own. */
-static void plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, struct wbg_plan *plan)
+static enum wbg_event plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+				 struct wbg_plan *plan)
 {
 	int r;
 
@@ -134,11 +117,9 @@ static void plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wb
 		r = hs->ops->plan_mounts(hs->userdata, plan);
 		plan->source = "mounts (bpf set evicted)";
 		if (r >= 0 && plan->n > 0)
-			r = hs_submit(hs, h, plan);
-		if (r < 0 || plan->n == 0) {
-			h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-			h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
-		}
+			return WBG_EVENT_DIRTY;
+		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+		h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
 	} else if (plan->n_excluded) {
 		/* network and FUSE filesystems have no cgroup writeback (no
 		 * dying wb to stall on), and their syncfs can hang */
@@ -156,6 +137,7 @@ static void plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wb
 					   : "nothing dirtied was recorded";
 		h->not_own = plan->own_set_missing;
 	}
+	return WBG_EVENT_NOTHING;
 }
 
 uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
@@ -163,6 +145,8 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 	struct wbg_handover *h = c->handover;
 	uint64_t dirty = 0, wb = 0, id;
 	struct wbg_plan plan = { 0 };
+	enum wbg_event ev;
+	bool removed;
 	int r;
 
 	if (h) {
@@ -178,7 +162,8 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 	if (!h)
 		return 0;
 	id = h->id;
-	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
+	removed = trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF;
+	if (removed)
 		h->t_removed = h->t_trigger;
 	else
 		c->handover = h;
@@ -218,32 +203,29 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "planning failed";
+		ev = WBG_EVENT_NOTHING;
 	} else if (plan.n == 0)
-		plan_empty(hs, c, h, &plan);
-	else if (hs->params.on_evidence && trigger != WBG_TRIGGER_API) {
-		/* on-evidence: no data I/O now; its removal is watched */
-		h->plan_source = plan.source;
-		h->deferred = true;
-	} else if (hs_submit(hs, h, &plan) < 0) {
-		h->outcome = WBG_OUTCOME_FAILED;
-		h->reason = "out of memory";
-	}
-	plan_free(&plan);
-	if (h->deferred) {
-		if (h->t_removed)
-			watch_or_flush(hs, h);
-	} else if (h->n_pending == 0) {
+		ev = plan_empty(hs, c, h, &plan);
+	else /* on-evidence: no data I/O now; its removal is watched */
+		ev = hs->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
+	if (ev == WBG_EVENT_NOTHING) {
 		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
-			hs_cleanup_and_verify(hs, h);
+			ev = WBG_EVENT_NOTHING_GONE; /* pages charged to it: the cleanup still moves its inodes */
 		else {
-			/* ended before its removal, as end_early: the removal is
-			 * no second record, unless it failed (the removal tries
-			 * again) */
-			c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED &&
-				     !h->n_failed;
+			/* ended before its removal, as end_early: the removal
+			 * is no second record, unless it failed (the removal
+			 * tries again) */
+			c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED;
 			c->handover = NULL;
-			hs_retire(hs, h);
 		}
+	}
+	hs_step(hs, h, ev, &plan);
+	plan_free(&plan);
+	/* a removal already seen (the rmdir came first): watched at once */
+	if (ev == WBG_EVENT_DIRTY_WATCH && removed) {
+		h = hs_find(hs, id);
+		if (h && h->phase == WBG_PHASE_DEFERRED)
+			hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
 	}
 	hs_reschedule(hs);
 	return id;
@@ -254,14 +236,14 @@ void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c)
 	struct wbg_handover *h = c->handover;
 
 	c->settled = false; /* in use again: its next going-away is news */
-	if (!h || h->n_pending)
-		return;
+	if (!h || h->phase == WBG_PHASE_FLUSHING)
+		return; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
 	h->reason = "repopulated before removal";
-	if (h->deferred) /* on-evidence: nothing was flushed, and its wb never died */
+	if (h->phase == WBG_PHASE_DEFERRED) /* on-evidence: nothing was flushed, and its wb never died */
 		h->outcome = WBG_OUTCOME_CLEAN;
-	hs_retire(hs, h);
+	hs_step(hs, h, WBG_EVENT_REPOPULATED, NULL);
 	hs_reschedule(hs);
 }
 

@@ -9,20 +9,29 @@ struct wbg_handover *hs_find(const struct wbg_handovers *hs, uint64_t id);
 /* The earliest deadline held, to ops->schedule; after every change. */
 void hs_reschedule(struct wbg_handovers *hs);
 struct wbg_handover *hs_start(struct wbg_handovers *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
-void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h);
-void hs_cleanup_and_verify(struct wbg_handovers *hs, struct wbg_handover *h);
-int hs_submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_plan *plan);
-int hs_flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes);
+/* The one way a handover's phase changes: handover_step()'s answer to
+ * event, carried out. plan: what WBG_ACT_SUBMIT and WBG_ACT_SAVE_PENDING
+ * take (the event's). h may be freed when it returns. */
+void hs_step(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan);
 
 /* handovers-api.c */
-void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h);
+void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h, const char *outcome);
 void hs_remember(struct wbg_handovers *hs, const struct wbg_handover *h, const char *json);
 uint64_t hs_waiters_next_due(const struct wbg_handovers *hs);
 void hs_waiters_expire(struct wbg_handovers *hs, uint64_t now);
 
-/* handovers-evidence.c */
-void hs_dying_init(struct wbg_handovers *hs);
-/* Watched (0), or a negative errno: the caller flushes it eagerly. */
-int hs_dying_watch(struct wbg_handovers *hs, struct wbg_handover *h);
-/* The handover's flush is over: true when the watch took it on. */
-bool hs_dying_flushed(struct wbg_handovers *hs, struct wbg_handover *h);
+/* handovers-watch.c: the watch table. */
+/* Watched (0); -ENOSPC: the table is full (counted). */
+int hs_watch_add(struct wbg_handovers *hs, struct wbg_handover *h);
+/* Out of the table, its end counted by how the event ended it. */
+void hs_watch_remove(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event);
+/* Its outcome, at its end, from how the watch went. */
+void hs_watch_outcome(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event);
+/* The watch's next look at usec, or sooner. */
+void hs_watch_at(struct wbg_handovers *hs, uint64_t usec);
+/* Drains, max ages and evidence due: the events they are. */
+void hs_watch_tick(struct wbg_handovers *hs, uint64_t now);
+/* After the verify batch's wb_stats read (known: it could say; dirty:
+ * whether a dying wb of h is): the event that follows. */
+enum wbg_event hs_watch_verified(struct wbg_handovers *hs, struct wbg_handover *h, bool known, bool dirty,
+				 uint64_t now);

@@ -8,7 +8,8 @@
 void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
 {
 	const struct wbg_handovers_stats *st = &hs->stats;
-	const struct dying_stats *ds = &hs->dying.stats;
+	const struct wbg_watch_stats *ds = &hs->watch_stats;
+	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
 
 	metric_family(f, "wbguard_handovers_total", "counter",
 		      "Handovers of cgroups going away, by what started them and how they ended.");
@@ -43,7 +44,7 @@ void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
 	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !hs->params.on_evidence);
 	fprintf(f, "wbguard_flush_mode{mode=\"on-evidence\"} %d\n", hs->params.on_evidence);
 	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
-		     (double)dying_count(&hs->dying));
+		     (double)hs->n_watched);
 	metric_counter(f, "wbguard_dying_watch_full_total",
 		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.", ds->refused_full);
 	metric_counter(f, "wbguard_dying_evidence_total",
@@ -54,6 +55,8 @@ void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
 	metric_counter(f, "wbguard_dying_expired_total",
 		       "Watched dying cgroups flushed because they had not drained by watch_max_age_sec.", ds->expired);
 	metric_family(f, "wbguard_dying_ended_total", "counter", "Watched dying cgroups no longer watched, by how.");
-	for (unsigned e = 0; e <= DYING_END_DROPPED; e++)
-		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", dying_end_to_string(e), ds->ended[e]);
+	for (unsigned e = 0; e < _WBG_WATCH_END_MAX; e++)
+		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", ends[e], ds->ended[e]);
+	metric_counter(f, "wbguard_handover_invalid_steps_total",
+		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The handover lifecycle's core: start, plan, flush, timeout, the cleanup
- * and verify batches, and the end. The API's side (waiters, the recent
- * ring, recovery, stopping) is in handovers-api.c, the on-evidence watch's
- * in handovers-evidence.c. */
+/* The handover lifecycle's core: the step carried out (the one place a
+ * phase changes), the flush and its timeout, the cleanup and verify
+ * batches every mode shares, and the end. What starts a handover is in
+ * handovers-event.c, the API's side in handovers-api.c, the watch table in
+ * handovers-watch.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <search.h>
@@ -40,7 +41,6 @@ void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params 
 				      .userdata = userdata, .mitigating = true };
 	hist_init(&hs->reaction, reaction, ELEMENTSOF(reaction));
 	hist_init(&hs->flush_duration, duration, ELEMENTSOF(duration));
-	hs_dying_init(hs);
 }
 
 void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floor)
@@ -50,10 +50,12 @@ void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floo
 
 void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_params *p)
 {
+	/* the table's bound applies to new entries; drain_after is the
+	 * kernel's, read at start */
+	uint64_t drain_after = hs->params.watch.drain_after_usec;
+
 	hs->params = *p;
-	hs->dying.params.max = p->dying.max;
-	hs->dying.params.max_age_usec = p->dying.max_age_usec;
-	hs->dying.params.reflush_usec = p->dying.reflush_usec;
+	hs->params.watch.drain_after_usec = drain_after;
 }
 
 void handovers_set_mitigating(struct wbg_handovers *hs, bool on)
@@ -72,7 +74,7 @@ void hs_reschedule(struct wbg_handovers *hs)
 	EARLIER(hs->cleanup_due);
 	if (hs->verify_head)
 		EARLIER(hs->verify_head->verify_due);
-	EARLIER(hs->dying_due);
+	EARLIER(hs->watch_due);
 #undef EARLIER
 	if (next)
 		hs->ops->schedule(hs->userdata, next);
@@ -82,18 +84,43 @@ static void in_flight_remove(struct wbg_handovers *hs, struct wbg_handover *h)
 {
 	struct wbg_handover **p;
 
-	if (!h->in_flight)
-		return;
 	for (p = &hs->in_flight; *p && *p != h; p = &(*p)->in_flight_next)
 		;
 	if (*p)
 		*p = h->in_flight_next;
-	h->in_flight = false;
 	h->in_flight_next = NULL;
 }
 
+/* The cleanup and verify batches: doubly linked, so that evidence can take
+ * a handover off one. */
+static void queue_push(struct wbg_handover **head, struct wbg_handover **tail, struct wbg_handover *h)
+{
+	h->queue_next = NULL;
+	h->queue_prev = *tail;
+	if (*tail)
+		(*tail)->queue_next = h;
+	else
+		*head = h;
+	*tail = h;
+}
+
+static void queue_unlink(struct wbg_handover **head, struct wbg_handover **tail, struct wbg_handover *h)
+{
+	if (h->queue_prev)
+		h->queue_prev->queue_next = h->queue_next;
+	else if (*head == h)
+		*head = h->queue_next;
+	else
+		return; /* not on it */
+	if (h->queue_next)
+		h->queue_next->queue_prev = h->queue_prev;
+	else
+		*tail = h->queue_prev;
+	h->queue_prev = h->queue_next = NULL;
+}
+
 /* The end of a handover: counted, recorded, answered, freed. */
-void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h)
+static void retire(struct wbg_handovers *hs, struct wbg_handover *h)
 {
 	struct wbg_cgroup *c = registry_find_id(hs->reg, h->cgroup_id);
 	struct wbg_container_names names;
@@ -114,7 +141,6 @@ void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h)
 			hist_observe(&hs->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
 	}
 	hs->stats.flushed_device_bytes += h->device_bytes;
-	in_flight_remove(hs, h);
 	if (tdelete(h, &hs->active, cmp_leading_u64))
 		hs->n_active--;
 	if (h->pending_saved)
@@ -126,7 +152,7 @@ void hs_retire(struct wbg_handovers *hs, struct wbg_handover *h)
 	if (!json)
 		log_oom();
 	hs->ops->ended(hs->userdata, h, json ? json : "{}");
-	hs_reply_waiters(hs, h);
+	hs_reply_waiters(hs, h, wbg_outcome_to_string(h->outcome));
 	hs_remember(hs, h, json ? json : "{}");
 	json_object_put(o);
 	handover_free(h);
@@ -155,160 +181,8 @@ bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_
 	return false;
 }
 
-/* After the flush, with the cgroup gone: the kernel's offline-wb cleanup
- * re-run by the next batch's scratch cycle, then the dying-wb check. */
-void hs_cleanup_and_verify(struct wbg_handovers *hs, struct wbg_handover *h)
-{
-	LIST_APPEND(&hs->cleanup_head, &hs->cleanup_tail, h, queue_next);
-	if (!hs->cleanup_due)
-		hs->cleanup_due = hs_now(hs) + WBG_CLEANUP_BATCH_USEC;
-}
-
-/* One scratch memcg cycle for every handover queued since the last: its
- * removal makes the kernel re-run its offline-wb cleanup, which covers
- * every dying wb, not only the one it was run for. */
-static void run_cleanup(struct wbg_handovers *hs)
-{
-	struct wbg_handover *h = hs->cleanup_head, *next;
-	bool done = false;
-	uint64_t now;
-	int r;
-
-	hs->cleanup_head = hs->cleanup_tail = NULL;
-	hs->cleanup_due = 0;
-	if (h) {
-		r = hs->ops->cleanup(hs->userdata);
-		if (r >= 0) {
-			hs->stats.cleanup_cycles++;
-			done = true;
-		} else if (r != -EOPNOTSUPP) {
-			hs->stats.cleanup_failures++;
-			log_warning_errno(r, "Scratch memcg cycle (for %s and the handovers with it) failed", h->path);
-		}
-	}
-	now = hs_now(hs);
-	for (; h; h = next) {
-		next = h->queue_next;
-		h->queue_next = NULL;
-		if (done) {
-			h->cleanup_done = true;
-			h->t_cleanup = now;
-		}
-		h->verify_due = now + WBG_VERIFY_DELAY_USEC;
-		LIST_APPEND(&hs->verify_head, &hs->verify_tail, h, queue_next);
-	}
-}
-
-/* The verify batch's handovers that are due: one read of wb_stats says for
- * all of them whether a dying wb of theirs still has dirty IO. */
-static void run_verify(struct wbg_handovers *hs, uint64_t now)
-{
-	_cleanup_free_ uint64_t *dirty = NULL;
-	size_t n = 0;
-	int r = hs->ops->dirty_cgroups(hs->userdata, &dirty, &n);
-
-	if (r == -ENOMEM)
-		log_oom();
-	while (hs->verify_head && hs->verify_head->verify_due <= now) {
-		struct wbg_handover *h = hs->verify_head;
-
-		hs->verify_head = h->queue_next;
-		if (!hs->verify_head)
-			hs->verify_tail = NULL;
-		h->queue_next = NULL;
-		if (r >= 0) {
-			h->verify = !wbstats_set_has(dirty, n, h->cgroup_id);
-			h->t_verified = now;
-			if (!h->verify) {
-				hs->stats.verify_dirty++;
-				log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
-			}
-		}
-		hs_retire(hs, h);
-	}
-}
-
-/* All targets done (or given up on). */
-static void flush_finished(struct wbg_handovers *hs, struct wbg_handover *h)
-{
-	in_flight_remove(hs, h);
-	h->t_flushed = hs_now(hs);
-	if (hs_dying_flushed(hs, h))
-		return; /* on-evidence: the watch cleans up and checks */
-	if (h->outcome == WBG_OUTCOME_PENDING)
-		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
-	hs_reply_waiters(hs, h);
-	if (h->t_removed)
-		hs_cleanup_and_verify(hs, h);
-	else if (h->trigger == WBG_TRIGGER_API)
-		hs_retire(hs, h); /* asked for while in use: its going-away is another handover */
-	/* else: the cgroup still exists; its removal continues the handover. */
-}
-
-static void timed_out(struct wbg_handovers *hs, struct wbg_handover *h)
-{
-	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)hs->params.timeout_usec / 1e6);
-	/* a worker still inside it goes on waiting for the kernel, and
-	 * another thread takes its place */
-	hs->ops->timed_out(hs->userdata);
-	h->outcome = WBG_OUTCOME_TIMEOUT;
-	h->reason = "flush timeout";
-	h->n_pending = 0;
-	flush_finished(hs, h);
-}
-
-/* Every handover with a flush running has its timeout. */
-static void arm_timeout(struct wbg_handovers *hs, struct wbg_handover *h)
-{
-	/* on-evidence flushes one handover more than once */
-	h->t_timeout = hs_now(hs) + hs->params.timeout_usec;
-	if (!h->in_flight) {
-		h->in_flight = true;
-		h->in_flight_next = hs->in_flight;
-		hs->in_flight = h;
-	}
-}
-
-void handovers_tick(struct wbg_handovers *hs)
-{
-	uint64_t now = hs_now(hs);
-	struct wbg_handover *h;
-
-	/* one at a time: a timeout's consequences may change the list */
-	do {
-		for (h = hs->in_flight; h && h->t_timeout > now; h = h->in_flight_next)
-			;
-		if (h)
-			timed_out(hs, h);
-	} while (h);
-	hs_waiters_expire(hs, now);
-	if (hs->cleanup_due && hs->cleanup_due <= now)
-		run_cleanup(hs);
-	if (hs->verify_head && hs->verify_head->verify_due <= now)
-		run_verify(hs, now);
-	if (hs->dying_due && hs->dying_due <= now)
-		hs->dying_due = dying_tick(&hs->dying, now);
-	hs_reschedule(hs);
-}
-
-void handovers_job_done(struct wbg_handovers *hs, const struct flush_job *j)
-{
-	if (j->result < 0)
-		log_warning_errno(j->result, "Flush of %s (%s) failed", j->mount[0] ? j->mount : "block device", j->fstype);
-	for (size_t i = 0; i < j->n_waiters; i++) {
-		struct wbg_handover *h = hs_find(hs, j->waiters[i]);
-
-		if (!h || h->n_pending == 0)
-			continue; /* timed out meanwhile */
-		handover_job_done(h, j);
-		if (h->n_pending == 0)
-			flush_finished(hs, h);
-	}
-	hs_reschedule(hs);
-}
-
 /* The plan's targets to the pool, and the handover's record of them. */
-int hs_submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_plan *plan)
+static int submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_plan *plan)
 {
 	int r;
 
@@ -343,18 +217,20 @@ int hs_submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_plan 
 		else
 			h->n_fs++;
 	}
-	/* on disk while its flush runs, so that a restart redoes it; a
-	 * failure costs only that */
-	if (!h->pending_saved && h->n_pending && hs->ops->pending_save(hs->userdata, h, plan) >= 0)
-		h->pending_saved = true;
-	if (h->n_pending)
-		arm_timeout(hs, h);
 	return 0;
 }
 
-/* Plans and starts a handover's flush now: what BPF says the cgroup
+/* On disk while its flush runs or its removal is watched, so that a
+ * restart redoes it; a failure costs only that. */
+static void save_pending(struct wbg_handovers *hs, struct wbg_handover *h, const struct wbg_plan *plan)
+{
+	if (!h->pending_saved && plan->n && hs->ops->pending_save(hs->userdata, h, plan) >= 0)
+		h->pending_saved = true;
+}
+
+/* Plans and submits a handover's flush now: what BPF says the cgroup
  * dirtied (its inodes only, for evidence), else every filesystem. */
-int hs_flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
+static void flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
 	int r = hs->ops->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
@@ -365,12 +241,250 @@ int hs_flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
 		r = hs->ops->plan_mounts(hs->userdata, &plan);
 		plan.source = "mounts";
 	}
-	if (r >= 0 && plan.n > 0)
-		r = hs_submit(hs, h, &plan);
+	if (r >= 0 && plan.n > 0) {
+		r = submit(hs, h, &plan);
+		save_pending(hs, h, &plan);
+	}
 	plan_free(&plan);
 	if (r < 0) {
+		log_error_errno(r, "Cannot flush %s", h->path);
 		h->n_failed++;
-		return r;
 	}
-	return 0;
+}
+
+/* Every job ended (or the flush timed out): the event by where the cgroup
+ * is. */
+static void flush_finished(struct wbg_handovers *hs, struct wbg_handover *h)
+{
+	h->t_flushed = hs_now(hs);
+	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
+		hs->watch_stats.flush_failures++;
+	if (!h->t_removed && h->trigger != WBG_TRIGGER_API && h->n_failed && !h->n_targets) {
+		struct wbg_cgroup *c = registry_find_id(hs->reg, h->cgroup_id);
+
+		if (c)
+			c->settled = false; /* its removal is another handover */
+		hs_step(hs, h, WBG_EVENT_NONE_STARTED, NULL);
+		return;
+	}
+	hs_step(hs, h,
+		h->t_removed			  ? WBG_EVENT_FLUSHED_GONE
+		: h->trigger == WBG_TRIGGER_API ? WBG_EVENT_FLUSHED_ASKED
+						  : WBG_EVENT_FLUSHED,
+		NULL);
+}
+
+/* The flush is over: for waiters, what it came to. A watched handover's
+ * outcome waits for its end. */
+static void answer(struct wbg_handovers *hs, struct wbg_handover *h)
+{
+	enum wbg_outcome o = h->outcome;
+
+	if (o == WBG_OUTCOME_PENDING)
+		o = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	if (!h->was_watched)
+		h->outcome = o;
+	hs_reply_waiters(hs, h, wbg_outcome_to_string(o));
+}
+
+static void carry_out(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event, unsigned actions,
+		      struct wbg_plan *plan)
+{
+	uint64_t now = hs_now(hs);
+	unsigned pending_before = h->n_pending;
+
+	if (actions & (WBG_ACT_FLUSH_ALL | WBG_ACT_FLUSH_INODES) && h->watch) {
+		h->flushes++;
+		hs->watch_stats.flushes++;
+		h->t_last_flush = now;
+		h->evidence_pending = h->quiet = false;
+	}
+	if (actions & WBG_ACT_SUBMIT && plan && submit(hs, h, plan) < 0) {
+		h->outcome = WBG_OUTCOME_FAILED;
+		h->reason = "out of memory";
+	}
+	if (actions & WBG_ACT_FLUSH_ALL)
+		flush(hs, h, false);
+	if (actions & WBG_ACT_FLUSH_INODES)
+		flush(hs, h, true);
+	if (actions & WBG_ACT_SAVE_PENDING && plan) {
+		h->plan_source = plan->source;
+		save_pending(hs, h, plan);
+	}
+	if (actions & WBG_ACT_SUBMIT && plan)
+		save_pending(hs, h, plan);
+	if (actions & WBG_ACT_WATCH && hs_watch_add(hs, h) < 0) {
+		hs_step(hs, h, WBG_EVENT_WATCH_REFUSED, NULL);
+		return;
+	}
+	if (actions & WBG_ACT_ARM_STALL && h->watch)
+		(void)hs->ops->arm(hs->userdata, h->cgroup_id, true);
+	if (actions & WBG_ACT_NOTE_EVIDENCE)
+		h->evidence_pending = true;
+	if (actions & WBG_ACT_QUEUE_CLEANUP) {
+		queue_push(&hs->cleanup_head, &hs->cleanup_tail, h);
+		if (!hs->cleanup_due)
+			hs->cleanup_due = now + WBG_CLEANUP_BATCH_USEC;
+	}
+	if (actions & WBG_ACT_QUEUE_VERIFY) {
+		h->verify_due = now + WBG_VERIFY_DELAY_USEC;
+		queue_push(&hs->verify_head, &hs->verify_tail, h);
+	}
+	if (actions & WBG_ACT_ANSWER)
+		answer(hs, h);
+	if (actions & WBG_ACT_END && h->was_watched)
+		hs_watch_outcome(hs, h, event);
+	if (actions & WBG_ACT_UNWATCH)
+		hs_watch_remove(hs, h, event);
+	if (actions & WBG_ACT_KEEP_PENDING)
+		h->pending_saved = false; /* kept: the next start redoes it */
+	if (actions & WBG_ACT_END) {
+		retire(hs, h);
+		return;
+	}
+	if (h->phase == WBG_PHASE_FLUSHING) {
+		if (h->n_pending > pending_before || (h->n_pending && !h->t_timeout)) {
+			/* every flush has its timeout (on-evidence flushes one
+			 * handover more than once) */
+			if (!h->t_first_flush)
+				h->t_first_flush = now;
+			if (!h->t_timeout)
+				h->in_flight_next = hs->in_flight, hs->in_flight = h;
+			h->t_timeout = now + hs->params.timeout_usec;
+		} else if (h->n_pending == 0) {
+			flush_finished(hs, h); /* nothing was started after all */
+			return;
+		}
+	}
+	if (h->watch && h->evidence_pending && h->phase != WBG_PHASE_FLUSHING)
+		hs_watch_at(hs, h->t_last_flush + hs->params.watch.reflush_usec);
+}
+
+void hs_step(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
+{
+	enum wbg_phase from = h->phase;
+	struct wbg_step s = handover_step(from, event);
+
+	if (from == WBG_PHASE_ENDED)
+		return;
+	if (s.invalid) {
+		hs->stats.invalid_steps++;
+		log_warning("handover %" PRIu64 " of %s: event %s in phase %s must not happen; ended", h->id, h->path,
+			    wbg_event_to_string(event), wbg_phase_to_string(from));
+		if (h->outcome == WBG_OUTCOME_PENDING)
+			h->outcome = WBG_OUTCOME_FAILED;
+		h->reason = "lifecycle: an event its phase must not see (logged)";
+	} else
+		log_debug("handover %" PRIu64 ": %s --%s--> %s", h->id, wbg_phase_to_string(from),
+			  wbg_event_to_string(event), wbg_phase_to_string(s.next));
+	/* leaving a phase leaves its list */
+	if (from == WBG_PHASE_FLUSHING && s.next != from) {
+		in_flight_remove(hs, h);
+		h->t_timeout = 0;
+	}
+	if (from == WBG_PHASE_CLEANUP && s.next != from)
+		queue_unlink(&hs->cleanup_head, &hs->cleanup_tail, h);
+	if (from == WBG_PHASE_VERIFY && s.next != from)
+		queue_unlink(&hs->verify_head, &hs->verify_tail, h);
+	h->phase = s.next;
+	carry_out(hs, h, event, s.actions, plan);
+}
+
+/* One scratch memcg cycle for every handover queued since the last: its
+ * removal makes the kernel re-run its offline-wb cleanup, which covers
+ * every dying wb, not only the one it was run for. */
+static void run_cleanup(struct wbg_handovers *hs)
+{
+	struct wbg_handover *h = hs->cleanup_head;
+	bool done = false;
+	uint64_t now;
+	int r;
+
+	hs->cleanup_due = 0;
+	if (!h)
+		return;
+	r = hs->ops->cleanup(hs->userdata);
+	if (r >= 0) {
+		hs->stats.cleanup_cycles++;
+		done = true;
+	} else if (r != -EOPNOTSUPP) {
+		hs->stats.cleanup_failures++;
+		log_warning_errno(r, "Scratch memcg cycle (for %s and the handovers with it) failed", h->path);
+	}
+	now = hs_now(hs);
+	while ((h = hs->cleanup_head)) {
+		if (done) {
+			h->cleanup_done = true;
+			h->t_cleanup = now;
+		}
+		hs_step(hs, h, WBG_EVENT_CLEANED, NULL); /* off the batch, onto the next */
+	}
+}
+
+/* The verify batch's handovers that are due: one read of wb_stats says for
+ * all of them whether a dying wb of theirs still has dirty IO. */
+static void run_verify(struct wbg_handovers *hs, uint64_t now)
+{
+	_cleanup_free_ uint64_t *dirty = NULL;
+	size_t n = 0;
+	int r = hs->ops->dirty_cgroups(hs->userdata, &dirty, &n);
+
+	if (r == -ENOMEM)
+		log_oom();
+	while (hs->verify_head && hs->verify_head->verify_due <= now) {
+		struct wbg_handover *h = hs->verify_head;
+		bool is_dirty = r >= 0 && wbstats_set_has(dirty, n, h->cgroup_id);
+
+		hs_step(hs, h, hs_watch_verified(hs, h, r >= 0, is_dirty, now), NULL);
+	}
+}
+
+static void timed_out(struct wbg_handovers *hs, struct wbg_handover *h)
+{
+	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)hs->params.timeout_usec / 1e6);
+	/* a worker still inside it goes on waiting for the kernel, and
+	 * another thread takes its place */
+	hs->ops->timed_out(hs->userdata);
+	h->outcome = WBG_OUTCOME_TIMEOUT;
+	h->reason = "flush timeout";
+	h->n_pending = 0;
+	flush_finished(hs, h);
+}
+
+void handovers_tick(struct wbg_handovers *hs)
+{
+	uint64_t now = hs_now(hs);
+	struct wbg_handover *h;
+
+	/* one at a time: a timeout's consequences may change the list */
+	do {
+		for (h = hs->in_flight; h && h->t_timeout > now; h = h->in_flight_next)
+			;
+		if (h)
+			timed_out(hs, h);
+	} while (h);
+	hs_waiters_expire(hs, now);
+	if (hs->cleanup_due && hs->cleanup_due <= now)
+		run_cleanup(hs);
+	if (hs->verify_head && hs->verify_head->verify_due <= now)
+		run_verify(hs, now);
+	if (hs->watch_due && hs->watch_due <= now)
+		hs_watch_tick(hs, now);
+	hs_reschedule(hs);
+}
+
+void handovers_job_done(struct wbg_handovers *hs, const struct flush_job *j)
+{
+	if (j->result < 0)
+		log_warning_errno(j->result, "Flush of %s (%s) failed", j->mount[0] ? j->mount : "block device", j->fstype);
+	for (size_t i = 0; i < j->n_waiters; i++) {
+		struct wbg_handover *h = hs_find(hs, j->waiters[i]);
+
+		if (!h || h->n_pending == 0)
+			continue; /* timed out meanwhile */
+		handover_job_done(h, j);
+		if (h->n_pending == 0)
+			flush_finished(hs, h);
+	}
+	hs_reschedule(hs);
 }

@@ -6,8 +6,13 @@
  * (clean, disabled, a parent whose children cover it, dirty pages that are
  * not its own), what to flush, when its flush has timed out, and, once the
  * cgroup is gone, the batched scratch cycle and the dying-wb check. With
- * [flush] mode = on-evidence a removal is watched (dying.h) instead of
- * flushed, and this module is the watch's world too.
+ * [flush] mode = on-evidence a removal is watched instead of flushed: the
+ * watch table below, whose dying wbs are flushed when a live cgroup dirties
+ * them (the stall's first sign) and cleaned up once they drain.
+ *
+ * Each handover has one phase, changed only by handover_step()
+ * (handover-phase.h); this module finds out the facts (plans, removals,
+ * flush ends, wb_stats, timers) and carries out the actions the step names.
  *
  * It owns the handovers in flight, the cleanup and verify batches, the
  * recent ring the API answers from, and the API's flush waiters. Everything
@@ -24,7 +29,6 @@
 #include <stdio.h>
 
 #include "containers.h"
-#include "dying.h"
 #include "flush-pool.h"
 #include "handover.h"
 #include "metrics.h"
@@ -38,6 +42,13 @@
 #define WBG_CLEANUP_BATCH_USEC (50 * 1000)
 /* How long after the scratch cycle the kernel's cleanup work has run. */
 #define WBG_VERIFY_DELAY_USEC (200 * 1000)
+/* How often the watch table is looked at while it holds entries: one read
+ * of wb_stats per bdi. */
+#define HS_WATCH_TICK_USEC (1000ULL * 1000)
+/* Without wb_stats (before 6.10), how long a flushed cgroup must go without
+ * the stall (an -ENOENT foreign flush) before its watch ends: a stalled
+ * writer's flushes fail every few seconds. */
+#define HS_QUIET_USEC (10ULL * 1000 * 1000)
 
 struct wbg_handovers_ops {
 	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */
@@ -64,8 +75,9 @@ struct wbg_handovers_ops {
 	/* Cgroup inodes with a wb with dirty IO, sorted, malloc'ed (wb_stats);
 	 * -ENOENT when the kernel cannot say. */
 	int (*dirty_cgroups)(void *userdata, uint64_t **ret, size_t *ret_n);
-	/* BPF: evidence for a watched cgroup (dying.h); forget: what it
-	 * dirtied is no longer needed. */
+	/* BPF: one evidence event for a watched cgroup at the next foreign
+	 * dirtying or -ENOENT foreign flush (stall_only: at the next -ENOENT
+	 * only); forget: what it dirtied is no longer needed. */
 	int (*arm)(void *userdata, uint64_t cgroup_id, bool stall_only);
 	void (*disarm)(void *userdata, uint64_t cgroup_id);
 	void (*forget)(void *userdata, uint64_t cgroup_id);
@@ -82,16 +94,39 @@ struct wbg_handovers_ops {
 	void (*call_unref)(void *userdata, void *call);
 };
 
+struct wbg_watch_params {
+	size_t max;                /* [flush] watch_max: handovers watched at once */
+	uint64_t drain_after_usec; /* without wb_stats: when a wb is taken as drained */
+	uint64_t max_age_usec;     /* not drained by then: flushed; still dirty after: given up */
+	uint64_t reflush_usec;     /* at least this between two flushes of one cgroup */
+};
+
 struct wbg_handovers_params {
 	uint64_t timeout_usec; /* [flush] timeout_sec */
 	bool flush;            /* [flush] enable */
-	bool on_evidence;      /* removals are watched, not flushed (dying.h) */
-	struct dying_params dying;
+	bool on_evidence;      /* removals are watched, not flushed */
+	struct wbg_watch_params watch;
+};
+
+/* How watches ended (wbguard_dying_ended_total{end}). */
+enum wbg_watch_end {
+	WBG_WATCH_END_DRAINED,    /* clean without a flush of ours */
+	WBG_WATCH_END_FLUSHED,    /* flushed (on evidence or at max_age), then clean */
+	WBG_WATCH_END_UNVERIFIED, /* no wb_stats: nothing could check it */
+	WBG_WATCH_END_DIRTY,      /* still dirty at max_age: given up */
+	WBG_WATCH_END_DROPPED,    /* released by the kernel, or wbguardd stopping */
+	_WBG_WATCH_END_MAX,
+};
+
+struct wbg_watch_stats {
+	uint64_t added, refused_full, evidence, evidence_ignored, flushes, flush_failures, expired,
+		ended[_WBG_WATCH_END_MAX];
 };
 
 struct wbg_handovers_stats {
 	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
+	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
 };
 
 /* A finished handover, as the API reports it. */
@@ -116,11 +151,14 @@ struct wbg_handovers {
 
 	void *active; /* tsearch tree of handovers in progress, by id */
 	size_t n_active;
-	struct wbg_handover *in_flight; /* those with a flush running: their timeouts */
+	struct wbg_handover *in_flight; /* FLUSHING: their timeouts */
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
 	uint64_t cleanup_due;
-	struct dying_watch dying;
-	uint64_t dying_due;
+	/* on-evidence: the handovers whose dying wbs are watched */
+	struct wbg_handover **watched;
+	size_t n_watched, watch_cap;
+	uint64_t watch_due;
+	struct wbg_watch_stats watch_stats;
 	struct wbg_waiter *waiters;
 	unsigned n_waiters;
 	struct wbg_recent recent[WBG_RECENT_MAX];
@@ -142,9 +180,10 @@ void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floo
 /* Reloaded configuration; the watch table's bound applies to new entries. */
 void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_params *p);
 void handovers_set_mitigating(struct wbg_handovers *hs, bool on);
-/* Stopping: waiters answered, watched and flushing handovers recorded
- * interrupted (their pending records kept for the next start), the rest as
- * they stand. Then everything is freed. */
+/* Stopping: waiters answered, deferred, watched and flushing handovers
+ * recorded interrupted (their pending records kept for the next start,
+ * which flushes what they name), the rest as they stand. Then everything
+ * is freed. */
 void handovers_stop(struct wbg_handovers *hs);
 
 /* The lifecycle's news. c is the cgroup's registry entry (or a stand-in
@@ -179,7 +218,9 @@ int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *
 
 /* The API's FlushCgroup: c, if the cgroup is tracked, else path. Answers
  * through ops->reply at once or when the flush ends (at most timeout_usec
- * later: "pending"). -ENOENT: nothing known of it; -EBUSY: too many
+ * later: "pending"). A handover on-evidence watches (or defers until its
+ * removal) is answered at once, "watched": nothing will be flushed for
+ * the caller to wait for. -ENOENT: nothing known of it; -EBUSY: too many
  * waiting. */
 int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
 			    void *call);

@@ -131,7 +131,11 @@ int ctl_flush(const struct ctl_opts *o, const char *cgroup, bool wait)
 		json_object_put(j);
 	} else
 		printf("handover %" PRIu64 ": %s%s%s\n", id, outcome, *reason ? ": " : "", reason);
-	if (strcmp(outcome, "flushed") == 0 || strcmp(outcome, "clean") == 0)
+	/* watched: on-evidence writes it only when a live cgroup dirties its
+	 * files, so there is nothing to wait for; drained: the kernel wrote
+	 * it */
+	if (strcmp(outcome, "flushed") == 0 || strcmp(outcome, "clean") == 0 || strcmp(outcome, "watched") == 0 ||
+	    strcmp(outcome, "drained") == 0)
 		return 0;
 	if (strcmp(outcome, "pending") == 0)
 		return wait ? 4 : 0;

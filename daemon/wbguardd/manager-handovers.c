@@ -287,7 +287,7 @@ struct wbg_handovers_params manager_handovers_params(const struct manager *m)
 		 * and what each cgroup dirtied */
 		.on_evidence = m->cfg.flush_mode == WBG_FLUSH_ON_EVIDENCE && wbg_bpf_dying_supported(m->bpf) &&
 			       dirtied_bpf(m),
-		.dying = {
+		.watch = {
 			.max = m->cfg.watch_max,
 			.drain_after_usec = drain_after_usec(m->cfg.proc_sys),
 			.max_age_usec = m->cfg.watch_max_age_usec,

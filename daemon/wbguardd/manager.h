@@ -5,7 +5,7 @@
  * expiry and the series of removed cgroups), the BPF programs and their
  * ring, the flush pool, the host's mounts and devices, systemd, the control
  * socket, the metrics endpoint and textfile. The decisions are in the parts
- * (handovers.h, expiry.h, dying.h...); this is the switchboard.
+ * (handovers.h, expiry.h...); this is the switchboard.
  */
 #pragma once
 

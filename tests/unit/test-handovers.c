@@ -10,327 +10,8 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "handovers.h"
-#include "macro.h"
+#include "handovers-world.h"
 #include "tap.h"
-
-#define MS 1000ULL
-#define S (1000ULL * 1000)
-#define CALLS 300
-
-struct submitted {
-	uint64_t id;
-	enum flush_mode mode;
-	dev_t dev;
-};
-
-static struct world {
-	uint64_t now, scheduled;
-	/* what the fake planner returns */
-	unsigned plan_targets, mount_targets, recorded_targets;
-	int plan_result;
-	bool own_set_missing, set_maybe_evicted;
-	unsigned n_excluded;
-	bool last_plan_inodes;
-	int submit_result;
-	struct submitted sub[64];
-	unsigned n_sub;
-	unsigned timed_out;
-	uint64_t dirty, writeback;
-	int dirty_result;
-	bool children;
-	unsigned cleanups;
-	int cleanup_result;
-	uint64_t wb_dirty[8];
-	size_t n_wb_dirty;
-	unsigned armed, disarmed, forgotten;
-	unsigned pending_saves, pending_drops;
-	/* the records */
-	unsigned ended;
-	char last_json[4096];
-	const struct wbg_handover *last_h; /* valid inside ended only */
-	enum wbg_outcome last_outcome;
-	enum wbg_trigger last_trigger;
-	const char *last_reason;
-	bool last_not_own;
-	/* the API's callers: a call is its index in calls */
-	int calls[CALLS];
-	unsigned replies[CALLS], refs[CALLS];
-	char reply_outcome[CALLS][32];
-	uint64_t reply_id[CALLS];
-} x;
-
-static uint64_t f_now(void *u)
-{
-	return x.now;
-}
-
-static void f_schedule(void *u, uint64_t usec)
-{
-	x.scheduled = usec;
-}
-
-static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
-{
-	p->t = calloc(n + 1, sizeof(*p->t));
-	if (!p->t)
-		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++)
-		p->t[p->n++] = (struct wbg_plan_target){ .dev = makedev(253, i), .kind = FLUSH_FS, .fstype = "ext4",
-							 .mount = "/mnt" };
-	p->source = source;
-	return 0;
-}
-
-static int f_plan(void *u, uint64_t id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret)
-{
-	x.last_plan_inodes = inodes;
-	*ret = (struct wbg_plan){ .own_set_missing = x.own_set_missing, .set_maybe_evicted = x.set_maybe_evicted,
-				  .n_excluded = x.n_excluded };
-	if (x.plan_result < 0)
-		return x.plan_result;
-	return add_targets(ret, x.plan_targets, "bpf");
-}
-
-static int f_plan_mounts(void *u, struct wbg_plan *ret)
-{
-	free(ret->t);
-	ret->t = NULL;
-	ret->n = 0;
-	return add_targets(ret, x.mount_targets, "mounts");
-}
-
-static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
-{
-	*ret = (struct wbg_plan){ 0 };
-	return add_targets(ret, x.recorded_targets, "recorded");
-}
-
-static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
-{
-	if (x.submit_result < 0)
-		return x.submit_result;
-	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev };
-	return 0;
-}
-
-static void f_timed_out(void *u)
-{
-	x.timed_out++;
-}
-
-static int f_read_dirty(void *u, const char *path, uint64_t *d, uint64_t *w)
-{
-	if (x.dirty_result < 0)
-		return x.dirty_result;
-	*d = x.dirty;
-	*w = x.writeback;
-	return 0;
-}
-
-static bool f_has_children(void *u, const char *path)
-{
-	return x.children;
-}
-
-static int f_cleanup(void *u)
-{
-	x.cleanups++;
-	return x.cleanup_result;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
-
-	return p < q ? -1 : p > q;
-}
-
-static int f_dirty_cgroups(void *u, uint64_t **ret, size_t *ret_n)
-{
-	*ret = calloc(x.n_wb_dirty + 1, sizeof(uint64_t));
-	if (!*ret)
-		return -ENOMEM;
-	memcpy(*ret, x.wb_dirty, x.n_wb_dirty * sizeof(uint64_t));
-	qsort(*ret, x.n_wb_dirty, sizeof(uint64_t), cmp);
-	*ret_n = x.n_wb_dirty;
-	return 0;
-}
-
-static int f_arm(void *u, uint64_t id, bool stall_only)
-{
-	x.armed++;
-	return 0;
-}
-
-static void f_disarm(void *u, uint64_t id)
-{
-	x.disarmed++;
-}
-
-static void f_forget(void *u, uint64_t id)
-{
-	x.forgotten++;
-}
-
-static int f_pending_save(void *u, const struct wbg_handover *h, const struct wbg_plan *p)
-{
-	x.pending_saves++;
-	return 0;
-}
-
-static void f_pending_drop(void *u, uint64_t id)
-{
-	x.pending_drops++;
-}
-
-static void f_ended(void *u, const struct wbg_handover *h, const char *json)
-{
-	x.ended++;
-	x.last_h = h;
-	x.last_outcome = h->outcome;
-	x.last_trigger = h->trigger;
-	x.last_reason = h->reason;
-	x.last_not_own = h->not_own;
-	snprintf(x.last_json, sizeof(x.last_json), "%s", json);
-}
-
-static int call_index(void *call)
-{
-	return (int)((int *)call - x.calls);
-}
-
-static void f_reply(void *u, void *call, uint64_t id, const char *outcome, const char *reason)
-{
-	int i = call_index(call);
-
-	x.replies[i]++;
-	x.reply_id[i] = id;
-	snprintf(x.reply_outcome[i], sizeof(x.reply_outcome[i]), "%s", outcome);
-}
-
-static void *f_call_ref(void *u, void *call)
-{
-	x.refs[call_index(call)]++;
-	return call;
-}
-
-static void f_call_unref(void *u, void *call)
-{
-	x.refs[call_index(call)]--;
-}
-
-static const struct wbg_handovers_ops ops = {
-	.now = f_now,
-	.schedule = f_schedule,
-	.plan = f_plan,
-	.plan_mounts = f_plan_mounts,
-	.plan_recorded = f_plan_recorded,
-	.submit = f_submit,
-	.timed_out = f_timed_out,
-	.read_dirty = f_read_dirty,
-	.has_children = f_has_children,
-	.cleanup = f_cleanup,
-	.dirty_cgroups = f_dirty_cgroups,
-	.arm = f_arm,
-	.disarm = f_disarm,
-	.forget = f_forget,
-	.pending_save = f_pending_save,
-	.pending_drop = f_pending_drop,
-	.ended = f_ended,
-	.reply = f_reply,
-	.call_ref = f_call_ref,
-	.call_unref = f_call_unref,
-};
-
-static struct wbg_registry reg;
-static struct wbg_containers containers;
-static struct wbg_handovers hs;
-static char dir[] = "/tmp/wbg-handovers-XXXXXX";
-
-static void reset_world(void)
-{
-	memset(&x, 0, sizeof(x));
-	x.now = 1000 * S;
-	x.plan_targets = 1;
-	x.mount_targets = 2;
-	x.recorded_targets = 1;
-	x.dirty = 4096;
-}
-
-static void setup(bool on_evidence)
-{
-	struct wbg_handovers_params p = {
-		.timeout_usec = 30 * S,
-		.flush = true,
-		.on_evidence = on_evidence,
-		.dying = { .max = 16, .drain_after_usec = 60 * S, .max_age_usec = 300 * S, .reflush_usec = S / 4 },
-	};
-
-	reset_world();
-	reg = (struct wbg_registry){ 0 };
-	handovers_init(&hs, &p, &reg, &containers, &ops, NULL);
-	handovers_open_ids(&hs, dir, 0);
-}
-
-static void teardown(void)
-{
-	handovers_stop(&hs);
-	registry_free(&reg);
-}
-
-static struct wbg_cgroup *cgroup(uint64_t id, const char *path)
-{
-	struct wbg_cgroup *c = NULL;
-
-	if (registry_add(&reg, id, path, &c) < 0)
-		abort();
-	c->in_scope = true;
-	c->populated = true;
-	return c;
-}
-
-/* The pool finishes every job submitted for handover id. */
-static void job_done(uint64_t id, int result)
-{
-	struct flush_job *j = flush_job_new(makedev(253, 0), FLUSH_FS, "ext4", "/mnt");
-
-	if (!j || flush_job_add_waiter(j, id) < 0)
-		abort();
-	j->result = result;
-	j->started_usec = x.now;
-	j->device_bytes = 4096;
-	handovers_job_done(&hs, j);
-	flush_job_free(j);
-}
-
-/* The timer fires at every deadline up to t. */
-static void advance(uint64_t t)
-{
-	while (x.scheduled && x.scheduled <= t) {
-		x.now = x.scheduled;
-		x.scheduled = 0;
-		handovers_tick(&hs);
-	}
-	x.now = t;
-}
-
-static void removed(struct wbg_cgroup *c)
-{
-	c->removed = true;
-	(void)handovers_event(&hs, c, WBG_TRIGGER_REMOVED);
-	registry_remove(&reg, c);
-}
-
-static bool json_has(const char *key, const char *value)
-{
-	struct json_object *o = json_tokener_parse(x.last_json), *v;
-	bool ok = o && json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), value) == 0;
-
-	json_object_put(o);
-	return ok;
-}
-
 static void test_eager(void)
 {
 	struct wbg_cgroup *a, *b;
@@ -605,10 +286,11 @@ static void test_on_evidence(void)
 	setup(true);
 	c = cgroup(700, "k/ev");
 	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 0 && c->handover && c->handover->deferred, "on-evidence: populated 0 flushes nothing");
+	CHECK(x.n_sub == 0 && c->handover && c->handover->phase == WBG_PHASE_DEFERRED,
+	      "on-evidence: populated 0 flushes nothing (deferred)");
 	h = c->handover;
 	removed(c);
-	CHECK(x.n_sub == 0 && h->watched && x.armed == 1 && handovers_watching(&hs, 700),
+	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && handovers_watching(&hs, 700),
 	      "its removal: watched, BPF armed, still no I/O");
 	x.wb_dirty[x.n_wb_dirty++] = 700;
 	advance(x.now + 2 * S);
@@ -644,7 +326,7 @@ static void test_on_evidence(void)
 	teardown();
 
 	setup(true);
-	hs.dying.params.max = 0;
+	hs.params.watch.max = 0;
 	c = cgroup(730, "k/full");
 	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
@@ -670,8 +352,8 @@ static void test_stop(void)
 	handovers_stop(&hs);
 	CHECK(x.ended == 3 && hs.n_active == 0, "stopping records every handover in progress");
 	CHECK(x.replies[30] == 1 && strcmp(x.reply_outcome[30], "pending") == 0, "its waiting caller answered");
-	CHECK(x.pending_drops == 0 && x.pending_saves == 1,
-	      "the interrupted flush's pending record is kept for the next start");
+	CHECK(x.pending_drops == 0 && x.pending_saves == 3,
+	      "the interrupted flush's, the deferral's and the watch's pending records are kept for the next start");
 	CHECK(hs.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1 &&
 		      hs.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
 	      "flushing, deferred and watched: all three interrupted, none flushed");
@@ -754,7 +436,7 @@ static void test_names(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir) || containers_init(&containers, 16) < 0)
+	if (world_open() < 0)
 		return 1;
 	test_names();
 	test_eager();
@@ -767,13 +449,6 @@ int main(void)
 	test_on_evidence();
 	test_stop();
 	test_stop_job_and_recovery();
-	containers_free(&containers);
-	{
-		char p[sizeof(dir) + 16];
-
-		snprintf(p, sizeof(p), "%s/handover-ids", dir);
-		unlink(p);
-		rmdir(dir);
-	}
+	world_close();
 	return tap_done();
 }

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * [flush] mode = on-evidence: the table of removed cgroups whose dying wbs
+ * may still hold dirty inodes, and the facts about them that become events.
+ *
+ * A removal costs no data I/O. The kernel keeps writing a dying wb back on
+ * its own (its delayed work and the periodic old-data flush still visit
+ * it), so within about an expiry it has no dirty IO left (DRAINED); the
+ * cleanup batch then makes the kernel's offline cleanup move its inodes to
+ * a live wb. Only when a live cgroup dirties an inode still on the dying wb
+ * (the stall's first sign: BPF on writeback:track_foreign_dirty, one event
+ * per arming) is the removed cgroup's own data flushed, at once (EVIDENCE),
+ * and the cleanup re-run. A wb still dirty after that is watched again
+ * (REDIRTIED); a second flush waits reflush_sec after the first. Where
+ * wb_stats cannot say whether it is still dirty (before 6.10), a flushed
+ * cgroup is watched for the stall itself until HS_QUIET_USEC pass without
+ * it. watch_max_age_sec ends every watch: one never flushed is flushed
+ * (MAX_AGE), one flushed already is given up (EXPIRED).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "handovers.h"
+#include "handovers-internal.h"
+#include "log.h"
+#include "macro.h"
+#include "wbstats.h"
+
+static ssize_t watch_index(const struct wbg_handovers *hs, const struct wbg_handover *h)
+{
+	for (size_t i = 0; i < hs->n_watched; i++)
+		if (hs->watched[i] == h)
+			return (ssize_t)i;
+	return -1;
+}
+
+static struct wbg_handover *watch_find(const struct wbg_handovers *hs, uint64_t cgroup_id)
+{
+	for (size_t i = 0; i < hs->n_watched; i++)
+		if (hs->watched[i]->cgroup_id == cgroup_id)
+			return hs->watched[i];
+	return NULL;
+}
+
+void hs_watch_at(struct wbg_handovers *hs, uint64_t usec)
+{
+	if (!hs->watch_due || usec < hs->watch_due)
+		hs->watch_due = usec;
+}
+
+int hs_watch_add(struct wbg_handovers *hs, struct wbg_handover *h)
+{
+	uint64_t now = hs_now(hs);
+	int r;
+
+	if (hs->n_watched >= hs->params.watch.max) {
+		hs->watch_stats.refused_full++;
+		log_warning("%zu dying cgroups watched ([flush] watch_max): %s is flushed now instead", hs->n_watched,
+			    h->path);
+		return -ENOSPC;
+	}
+	if (hs->n_watched == hs->watch_cap) {
+		size_t cap = hs->watch_cap ? hs->watch_cap * 2 : 16;
+		struct wbg_handover **v = realloc(hs->watched, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+
+		if (!v)
+			return log_oom();
+		hs->watched = v;
+		hs->watch_cap = cap;
+	}
+	hs->watched[hs->n_watched++] = h;
+	h->watch = h->was_watched = true;
+	h->t_watch_added = h->t_watch = now;
+	hs->watch_stats.added++;
+	/* Without the arming, no evidence comes: the drain and max_age still
+	 * cover it. */
+	r = hs->ops->arm(hs->userdata, h->cgroup_id, false);
+	if (r < 0)
+		log_debug_errno(r, "Cannot arm the evidence of %s: its drain and max_age still cover it", h->path);
+	log_debug("Watching the dying wb of %s (id %" PRIu64 ")", h->path, h->cgroup_id);
+	hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
+	return 0;
+}
+
+static enum wbg_watch_end watch_end(const struct wbg_handover *h, enum wbg_event event)
+{
+	switch (event) {
+	case WBG_EVENT_VERIFIED:
+		return h->flushes ? WBG_WATCH_END_FLUSHED : h->verify == 1 ? WBG_WATCH_END_DRAINED : WBG_WATCH_END_UNVERIFIED;
+	case WBG_EVENT_VERIFIED_DIRTY:
+	case WBG_EVENT_EXPIRED:
+		return WBG_WATCH_END_DIRTY;
+	default:
+		return WBG_WATCH_END_DROPPED; /* released, stopping, or a step that must not happen */
+	}
+}
+
+void hs_watch_remove(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event)
+{
+	ssize_t i = watch_index(hs, h);
+
+	if (i < 0)
+		return;
+	hs->watched[i] = hs->watched[--hs->n_watched];
+	h->watch = false;
+	hs->watch_stats.ended[watch_end(h, event)]++;
+	hs->ops->disarm(hs->userdata, h->cgroup_id);
+	hs->ops->forget(hs->userdata, h->cgroup_id);
+}
+
+void hs_watch_outcome(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event)
+{
+	if (h->verify == 0) {
+		hs->stats.verify_dirty++;
+		log_notice("A dying wb of %s is still dirty at watch_max_age_sec; no longer watched", h->path);
+	}
+	if (h->outcome != WBG_OUTCOME_PENDING)
+		return;
+	if (event == WBG_EVENT_STOP) {
+		h->outcome = WBG_OUTCOME_INTERRUPTED;
+		h->reason = "daemon stopped while its dying wb was watched";
+	} else if (h->flushes) {
+		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+		h->reason = h->expired ? "not drained at watch_max_age_sec: flushed" : NULL;
+	} else {
+		h->outcome = WBG_OUTCOME_DRAINED;
+		h->reason = event == WBG_EVENT_RELEASED ? "released by the kernel while watched"
+			    : h->verify < 0	      ? "no wb_stats: taken as drained after one expiry"
+						      : "its dying wb drained by itself; no flush needed";
+	}
+}
+
+enum wbg_event hs_watch_verified(struct wbg_handovers *hs, struct wbg_handover *h, bool known, bool dirty,
+				 uint64_t now)
+{
+	bool young = now - h->t_watch_added < hs->params.watch.max_age_usec;
+
+	h->t_verified = known ? now : 0;
+	if (known && !dirty) {
+		h->verify = 1;
+		return WBG_EVENT_VERIFIED;
+	}
+	if (known) {
+		/* dirtied again (a writer still on the dying wb): watched
+		 * again, unless its max age is over (a never-flushed one is
+		 * flushed at it first) */
+		if (h->watch && (young || !h->flushes))
+			return WBG_EVENT_REDIRTIED;
+		h->verify = 0;
+		if (!h->watch) {
+			hs->stats.verify_dirty++;
+			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
+		}
+		return WBG_EVENT_VERIFIED_DIRTY;
+	}
+	/* Nothing says whether the flush ended it: a writer still on the
+	 * dying wb redirties its inodes at once, the kernel's cleanup skips
+	 * the wb, and only the stall shows it. Watched for the stall until
+	 * it stays quiet (or max_age). */
+	if (h->watch && h->flushes && !h->quiet && young) {
+		h->t_watch = now;
+		return WBG_EVENT_REDIRTIED;
+	}
+	return WBG_EVENT_VERIFIED;
+}
+
+/* A watched one: drained, due for a flush, past its max age, or still
+ * waiting (0). */
+static enum wbg_event watch_look(struct wbg_handovers *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+				 size_t n, uint64_t now)
+{
+	const struct wbg_watch_params *p = &hs->params.watch;
+	bool drained;
+
+	if (known)
+		drained = !wbstats_set_has(dirty, n, h->cgroup_id);
+	else if (h->flushes)
+		drained = h->quiet = now - h->t_watch >= HS_QUIET_USEC;
+	else
+		drained = now - h->t_watch >= p->drain_after_usec;
+	if (drained)
+		return WBG_EVENT_DRAINED;
+	if (now - h->t_watch_added < p->max_age_usec)
+		return _WBG_EVENT_MAX;
+	if (h->flushes) {
+		/* flushed, and still dirty or stalling at max age: a tenant's
+		 * slow writers do not keep a slot for good */
+		h->verify = known ? 0 : -1;
+		return WBG_EVENT_EXPIRED;
+	}
+	/* the kernel should have drained it by now: flushed, as eager mode
+	 * would have */
+	h->expired = true;
+	hs->watch_stats.expired++;
+	return WBG_EVENT_MAX_AGE;
+}
+
+void hs_watch_tick(struct wbg_handovers *hs, uint64_t now)
+{
+	_cleanup_free_ uint64_t *dirty = NULL;
+	size_t n = 0;
+	bool known;
+
+	hs->watch_due = 0;
+	if (hs->n_watched == 0)
+		return;
+	known = hs->ops->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;
+	/* backwards: a step that ends one moves the last entry, already
+	 * looked at, into its place */
+	for (size_t i = hs->n_watched; i-- > 0;) {
+		struct wbg_handover *h = hs->watched[i];
+		enum wbg_event e = _WBG_EVENT_MAX;
+
+		if (i >= hs->n_watched)
+			continue;
+		if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
+		    now - h->t_last_flush >= hs->params.watch.reflush_usec)
+			e = WBG_EVENT_EVIDENCE;
+		else if (h->phase == WBG_PHASE_WATCHED)
+			e = watch_look(hs, h, known, dirty, n, now);
+		if (e != _WBG_EVENT_MAX)
+			hs_step(hs, h, e, NULL);
+	}
+	if (hs->n_watched)
+		hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
+}
+
+int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const char **ret_path)
+{
+	struct wbg_handover *h = watch_find(hs, cgroup_id);
+	uint64_t now = hs_now(hs);
+	bool soon;
+
+	if (!h) {
+		hs->watch_stats.evidence_ignored++;
+		return -ENOENT;
+	}
+	hs->watch_stats.evidence++;
+	if (h->evidence++ == 0)
+		h->t_evidence = now;
+	/* Evidence wins over a cleanup or a check under way: the writer is
+	 * waiting now. Not over a flush still running, nor sooner than
+	 * reflush_usec after the last (then the tick does it). */
+	soon = h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec);
+	*ret_path = h->path;
+	hs_step(hs, h, soon ? WBG_EVENT_EVIDENCE_SOON : WBG_EVENT_EVIDENCE, NULL);
+	hs_reschedule(hs);
+	return soon;
+}
+
+void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id)
+{
+	struct wbg_handover *h = watch_find(hs, cgroup_id);
+
+	if (!h)
+		return;
+	/* released, its wbs are freed with it: no dying wb is left dirty */
+	if (h->phase != WBG_PHASE_FLUSHING)
+		h->verify = 1;
+	hs_step(hs, h, WBG_EVENT_RELEASED, NULL);
+	hs_reschedule(hs);
+}
+
+bool handovers_watching(const struct wbg_handovers *hs, uint64_t cgroup_id)
+{
+	return watch_find(hs, cgroup_id) != NULL;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "handovers-world.h"
+
+struct world x;
+
+static uint64_t f_now(void *u)
+{
+	return x.now;
+}
+
+static void f_schedule(void *u, uint64_t usec)
+{
+	x.scheduled = usec;
+}
+
+static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
+{
+	p->t = calloc(n + 1, sizeof(*p->t));
+	if (!p->t)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		p->t[p->n++] = (struct wbg_plan_target){ .dev = makedev(253, i), .kind = FLUSH_FS, .fstype = "ext4",
+							 .mount = "/mnt" };
+	p->source = source;
+	return 0;
+}
+
+static int f_plan(void *u, uint64_t id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret)
+{
+	x.last_plan_inodes = inodes;
+	*ret = (struct wbg_plan){ .own_set_missing = x.own_set_missing, .set_maybe_evicted = x.set_maybe_evicted,
+				  .n_excluded = x.n_excluded };
+	if (x.plan_result < 0)
+		return x.plan_result;
+	return add_targets(ret, x.plan_targets, "bpf");
+}
+
+static int f_plan_mounts(void *u, struct wbg_plan *ret)
+{
+	free(ret->t);
+	ret->t = NULL;
+	ret->n = 0;
+	return add_targets(ret, x.mount_targets, "mounts");
+}
+
+static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
+{
+	*ret = (struct wbg_plan){ 0 };
+	return add_targets(ret, x.recorded_targets, "recorded");
+}
+
+static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
+{
+	if (x.submit_result < 0)
+		return x.submit_result;
+	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev };
+	return 0;
+}
+
+static void f_timed_out(void *u)
+{
+	x.timed_out++;
+}
+
+static int f_read_dirty(void *u, const char *path, uint64_t *d, uint64_t *w)
+{
+	if (x.dirty_result < 0)
+		return x.dirty_result;
+	*d = x.dirty;
+	*w = x.writeback;
+	return 0;
+}
+
+static bool f_has_children(void *u, const char *path)
+{
+	return x.children;
+}
+
+static int f_cleanup(void *u)
+{
+	x.cleanups++;
+	return x.cleanup_result;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
+
+	return p < q ? -1 : p > q;
+}
+
+static int f_dirty_cgroups(void *u, uint64_t **ret, size_t *ret_n)
+{
+	if (x.no_wbstats)
+		return -ENOENT;
+	*ret = calloc(x.n_wb_dirty + 1, sizeof(uint64_t));
+	if (!*ret)
+		return -ENOMEM;
+	memcpy(*ret, x.wb_dirty, x.n_wb_dirty * sizeof(uint64_t));
+	qsort(*ret, x.n_wb_dirty, sizeof(uint64_t), cmp);
+	*ret_n = x.n_wb_dirty;
+	return 0;
+}
+
+static int f_arm(void *u, uint64_t id, bool stall_only)
+{
+	x.armed++;
+	x.last_armed = id;
+	x.last_arm_stall_only = stall_only;
+	return 0;
+}
+
+static void f_disarm(void *u, uint64_t id)
+{
+	x.disarmed++;
+}
+
+static void f_forget(void *u, uint64_t id)
+{
+	x.forgotten++;
+}
+
+static int f_pending_save(void *u, const struct wbg_handover *h, const struct wbg_plan *p)
+{
+	x.pending_saves++;
+	return 0;
+}
+
+static void f_pending_drop(void *u, uint64_t id)
+{
+	x.pending_drops++;
+}
+
+static void f_ended(void *u, const struct wbg_handover *h, const char *json)
+{
+	x.ended++;
+	x.last_h = h;
+	x.last_outcome = h->outcome;
+	x.last_trigger = h->trigger;
+	x.last_reason = h->reason;
+	x.last_not_own = h->not_own;
+	snprintf(x.last_json, sizeof(x.last_json), "%s", json);
+}
+
+int call_index(void *call)
+{
+	return (int)((int *)call - x.calls);
+}
+
+static void f_reply(void *u, void *call, uint64_t id, const char *outcome, const char *reason)
+{
+	int i = call_index(call);
+
+	x.replies[i]++;
+	x.reply_id[i] = id;
+	snprintf(x.reply_outcome[i], sizeof(x.reply_outcome[i]), "%s", outcome);
+}
+
+static void *f_call_ref(void *u, void *call)
+{
+	x.refs[call_index(call)]++;
+	return call;
+}
+
+static void f_call_unref(void *u, void *call)
+{
+	x.refs[call_index(call)]--;
+}
+
+const struct wbg_handovers_ops ops = {
+	.now = f_now,
+	.schedule = f_schedule,
+	.plan = f_plan,
+	.plan_mounts = f_plan_mounts,
+	.plan_recorded = f_plan_recorded,
+	.submit = f_submit,
+	.timed_out = f_timed_out,
+	.read_dirty = f_read_dirty,
+	.has_children = f_has_children,
+	.cleanup = f_cleanup,
+	.dirty_cgroups = f_dirty_cgroups,
+	.arm = f_arm,
+	.disarm = f_disarm,
+	.forget = f_forget,
+	.pending_save = f_pending_save,
+	.pending_drop = f_pending_drop,
+	.ended = f_ended,
+	.reply = f_reply,
+	.call_ref = f_call_ref,
+	.call_unref = f_call_unref,
+};
+
+struct wbg_registry reg;
+struct wbg_containers containers;
+struct wbg_handovers hs;
+char dir[] = "/tmp/wbg-handovers-XXXXXX";
+
+void reset_world(void)
+{
+	memset(&x, 0, sizeof(x));
+	x.now = 1000 * S;
+	x.plan_targets = 1;
+	x.mount_targets = 2;
+	x.recorded_targets = 1;
+	x.dirty = 4096;
+}
+
+void setup(bool on_evidence)
+{
+	struct wbg_handovers_params p = {
+		.timeout_usec = 30 * S,
+		.flush = true,
+		.on_evidence = on_evidence,
+		.watch = { .max = 16, .drain_after_usec = 60 * S, .max_age_usec = 300 * S, .reflush_usec = S / 4 },
+	};
+
+	reset_world();
+	reg = (struct wbg_registry){ 0 };
+	handovers_init(&hs, &p, &reg, &containers, &ops, NULL);
+	handovers_open_ids(&hs, dir, 0);
+}
+
+void teardown(void)
+{
+	handovers_stop(&hs);
+	registry_free(&reg);
+}
+
+struct wbg_cgroup *cgroup(uint64_t id, const char *path)
+{
+	struct wbg_cgroup *c = NULL;
+
+	if (registry_add(&reg, id, path, &c) < 0)
+		abort();
+	c->in_scope = true;
+	c->populated = true;
+	return c;
+}
+
+void job_done(uint64_t id, int result)
+{
+	struct flush_job *j = flush_job_new(makedev(253, 0), FLUSH_FS, "ext4", "/mnt");
+
+	if (!j || flush_job_add_waiter(j, id) < 0)
+		abort();
+	j->result = result;
+	j->started_usec = x.now;
+	j->device_bytes = 4096;
+	handovers_job_done(&hs, j);
+	flush_job_free(j);
+}
+
+void advance(uint64_t t)
+{
+	while (x.scheduled && x.scheduled <= t) {
+		x.now = x.scheduled;
+		x.scheduled = 0;
+		handovers_tick(&hs);
+	}
+	x.now = t;
+}
+
+void removed(struct wbg_cgroup *c)
+{
+	c->removed = true;
+	(void)handovers_event(&hs, c, WBG_TRIGGER_REMOVED);
+	registry_remove(&reg, c);
+}
+
+bool json_has(const char *key, const char *value)
+{
+	struct json_object *o = json_tokener_parse(x.last_json), *v;
+	bool ok = o && json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), value) == 0;
+
+	json_object_put(o);
+	return ok;
+}
+
+int world_open(void)
+{
+	return mkdtemp(dir) && containers_init(&containers, 16) >= 0 ? 0 : -1;
+}
+
+void world_close(void)
+{
+	char p[64];
+
+	containers_free(&containers);
+	snprintf(p, sizeof(p), "%s/handover-ids", dir);
+	unlink(p);
+	rmdir(dir);
+}

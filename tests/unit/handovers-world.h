@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The pretend world the handover lifecycle (handovers.h) runs in for the
+ * unit tests: a clock the test moves, a pool whose jobs end when the test
+ * says, memory.stat and wb_stats as the test sets them, and the records,
+ * replies, armings and state dir calls it sees. */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "handovers.h"
+#include "macro.h"
+
+#define MS 1000ULL
+#define S (1000ULL * 1000)
+#define CALLS 300
+
+struct submitted {
+	uint64_t id;
+	enum flush_mode mode;
+	dev_t dev;
+};
+
+struct world {
+	uint64_t now, scheduled;
+	/* what the fake planner returns */
+	unsigned plan_targets, mount_targets, recorded_targets;
+	int plan_result;
+	bool own_set_missing, set_maybe_evicted;
+	unsigned n_excluded;
+	bool last_plan_inodes;
+	int submit_result;
+	struct submitted sub[64];
+	unsigned n_sub;
+	unsigned timed_out;
+	uint64_t dirty, writeback;
+	int dirty_result;
+	bool children;
+	unsigned cleanups;
+	int cleanup_result;
+	uint64_t wb_dirty[8];
+	size_t n_wb_dirty;
+	bool no_wbstats; /* before 6.10: dirty_cgroups cannot say */
+	unsigned armed, disarmed, forgotten;
+	uint64_t last_armed;
+	bool last_arm_stall_only;
+	unsigned pending_saves, pending_drops;
+	/* the records */
+	unsigned ended;
+	char last_json[4096];
+	const struct wbg_handover *last_h; /* valid inside ended only */
+	enum wbg_outcome last_outcome;
+	enum wbg_trigger last_trigger;
+	const char *last_reason;
+	bool last_not_own;
+	/* the API's callers: a call is its index in calls */
+	int calls[CALLS];
+	unsigned replies[CALLS], refs[CALLS];
+	char reply_outcome[CALLS][32];
+	uint64_t reply_id[CALLS];
+};
+
+
+extern struct world x;
+extern const struct wbg_handovers_ops ops;
+extern struct wbg_registry reg;
+extern struct wbg_containers containers;
+extern struct wbg_handovers hs;
+extern char dir[];
+
+void reset_world(void);
+void setup(bool on_evidence);
+void teardown(void);
+struct wbg_cgroup *cgroup(uint64_t id, const char *path);
+/* The pool finishes every job submitted for handover id. */
+void job_done(uint64_t id, int result);
+/* The timer fires at every deadline up to t. */
+void advance(uint64_t t);
+void removed(struct wbg_cgroup *c);
+bool json_has(const char *key, const char *value);
+/* A call's index in x.calls. */
+int call_index(void *call);
+/* The state dir and the container table, once per test binary. */
+int world_open(void);
+void world_close(void);

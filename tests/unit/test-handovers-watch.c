@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The on-evidence watch (handovers-watch.c) in the lifecycle, against the
+ * pretend world: drains, evidence, reflush timing, max age, the kernels
+ * without wb_stats, the table's bound, releases, and what a caller asking
+ * for a flush of a watched handover gets. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handovers-world.h"
+#include "tap.h"
+
+/* A cgroup removed dirty, on-evidence: watched. */
+static struct wbg_handover *watched(uint64_t id, const char *path)
+{
+	struct wbg_cgroup *c = cgroup(id, path);
+	struct wbg_handover *h;
+
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	removed(c);
+	return h;
+}
+
+static void test_drain(void)
+{
+	struct wbg_handover *h;
+
+	setup(true);
+	x.wb_dirty[x.n_wb_dirty++] = 5;
+	h = watched(5, "k/drain");
+	CHECK(h && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && x.last_armed == 5 && !x.last_arm_stall_only,
+	      "a removal with dirty data is watched, armed for either sign");
+	advance(x.now + 3 * S);
+	CHECK(x.cleanups == 0 && x.n_sub == 0 && x.ended == 0, "still dirty: nothing done, no I/O");
+	x.n_wb_dirty = 0;
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.cleanups == 1 && x.n_sub == 0,
+	      "drained: one cleanup cycle, verified clean, ended drained without a flush");
+	CHECK(strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"dying_wb_clean\":true") &&
+		      strstr(x.last_json, "\"evidence\":0"),
+	      "its record says so");
+	CHECK(x.disarmed == 1 && x.forgotten == 1 && hs.n_watched == 0 &&
+		      hs.watch_stats.ended[WBG_WATCH_END_DRAINED] == 1,
+	      "disarmed, forgotten, out of the table, counted as drained");
+	teardown();
+}
+
+static void test_evidence(void)
+{
+	struct wbg_handover *h;
+	const char *owner = NULL;
+	uint64_t id;
+
+	setup(true);
+	x.wb_dirty[x.n_wb_dirty++] = 7;
+	h = watched(7, "k/ev");
+	id = h->id;
+	x.now += S;
+	CHECK(handovers_evidence(&hs, 7, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
+		      h->phase == WBG_PHASE_FLUSHING,
+	      "evidence: its own inodes flushed at once");
+	CHECK(handovers_evidence(&hs, 7, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
+	      "more evidence while it runs: noted, no second flush");
+	CHECK(handovers_evidence(&hs, 9, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
+	      "evidence for a cgroup not watched: -ENOENT, counted");
+	job_done(id, 0);
+	CHECK(h->phase == WBG_PHASE_CLEANUP && x.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
+	advance(x.now + S / 10);
+	CHECK(x.n_sub == 1 && h->phase == WBG_PHASE_VERIFY, "the noted evidence waits reflush_sec");
+	advance(x.now + S / 2);
+	CHECK(x.n_sub == 2 && h->phase == WBG_PHASE_FLUSHING, "then flushes again (still dirty)");
+	job_done(id, 0);
+	advance(x.now + S / 2);
+	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	      "still dirty after the cleanup: watched again, for the stall only");
+	x.n_wb_dirty = 0;
+	advance(x.now + 3 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":2") &&
+		      strstr(x.last_json, "\"evidence_flushes\":2") && hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+	      "drained after that: ended flushed, with its evidence and flushes");
+	teardown();
+
+	/* evidence during the cleanup batch wins, and leaves the batch */
+	setup(true);
+	h = watched(8, "k/batch");
+	id = h->id;
+	advance(x.now + S + 1);
+	CHECK(h->phase == WBG_PHASE_CLEANUP, "drained: on the cleanup batch");
+	CHECK(handovers_evidence(&hs, 8, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
+		      hs.cleanup_head == NULL,
+	      "evidence during the batch: flushed at once, off the batch");
+	job_done(id, 0);
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && x.cleanups == 1,
+	      "then one cleanup and its end, flushed");
+	teardown();
+}
+
+static void test_max_age(void)
+{
+	struct wbg_handover *h;
+	const char *owner;
+
+	/* never flushed and never drained: flushed at max age */
+	setup(true);
+	x.wb_dirty[x.n_wb_dirty++] = 3;
+	h = watched(3, "k/old");
+	advance(x.now + 299 * S);
+	CHECK(x.n_sub == 0, "not yet at 299 s");
+	advance(x.now + 2 * S);
+	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_HANDOVER && hs.watch_stats.expired == 1,
+	      "at watch_max_age_sec: all of it flushed, counted");
+	job_done(h->id, 0);
+	advance(x.now + 3 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && hs.n_watched == 0 &&
+		      strcmp(x.last_reason, "not drained at watch_max_age_sec: flushed") == 0,
+	      "still dirty after that flush: given up, its slot free, the reason says why");
+	CHECK(strstr(x.last_json, "\"dying_wb_clean\":false") && hs.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1,
+	      "recorded still dirty");
+	teardown();
+
+	/* flushed on evidence, then a slow writer keeps it dirty without ever
+	 * stalling: max age ends that watch too */
+	setup(true);
+	x.wb_dirty[x.n_wb_dirty++] = 4;
+	h = watched(4, "k/slow");
+	(void)handovers_evidence(&hs, 4, &owner);
+	job_done(h->id, 0);
+	advance(x.now + 2 * S);
+	CHECK(h->phase == WBG_PHASE_WATCHED && hs.n_watched == 1, "flushed, still dirty: watched again");
+	advance(x.now + 310 * S);
+	CHECK(x.ended == 1 && hs.n_watched == 0 && hs.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1 && x.n_sub == 1,
+	      "a flushed watch still dirty at watch_max_age_sec ends: a tenant's slow writer keeps no slot for good");
+	teardown();
+}
+
+static void test_no_wbstats(void)
+{
+	struct wbg_handover *h;
+	const char *owner;
+
+	setup(true);
+	x.no_wbstats = true;
+	h = watched(4, "k/old-kernel");
+	advance(x.now + 59 * S);
+	CHECK(x.ended == 0 && x.cleanups == 0, "no wb_stats: not taken as drained before drain_after");
+	advance(x.now + 3 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED &&
+		      strcmp(x.last_reason, "no wb_stats: taken as drained after one expiry") == 0 &&
+		      !strstr(x.last_json, "dying_wb_clean"),
+	      "after drain_after: cleaned up, ended unverified");
+	teardown();
+
+	/* flushed: watched for the stall until it stays quiet */
+	setup(true);
+	x.no_wbstats = true;
+	h = watched(5, "k/stalled");
+	x.now += S;
+	(void)handovers_evidence(&hs, 5, &owner);
+	job_done(h->id, 0);
+	advance(x.now + S);
+	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	      "flushed, and nothing can say whether it ended: watched for the stall only");
+	x.now += S;
+	(void)handovers_evidence(&hs, 5, &owner);
+	CHECK(x.n_sub == 2, "the stall again: flushed again");
+	job_done(h->id, 0);
+	advance(x.now + S);
+	advance(x.now + HS_QUIET_USEC - 2 * S);
+	CHECK(x.ended == 0, "not yet quiet");
+	advance(x.now + 4 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+	      "quiet for HS_QUIET_USEC: ended flushed");
+	teardown();
+}
+
+static void test_bounds(void)
+{
+	struct wbg_handover *h;
+
+	setup(true);
+	hs.params.watch.max = 2;
+	(void)watched(1, "k/one");
+	(void)watched(2, "k/two");
+	(void)watched(3, "k/three");
+	CHECK(hs.n_watched == 2 && hs.watch_stats.refused_full == 1 && x.n_sub == 1 &&
+		      x.sub[0].mode == FLUSH_MODE_HANDOVER,
+	      "a removal past watch_max: refused, counted, flushed at once as eager");
+	handovers_released(&hs, 2);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && hs.n_watched == 1 &&
+		      strstr(x.last_json, "\"dying_wb_clean\":true") && hs.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
+	      "released by the kernel: its wbs are gone, ended clean, counted dropped");
+	teardown();
+
+	setup(true);
+	x.plan_result = 0;
+	h = watched(6, "k/cannot");
+	x.plan_targets = 0;
+	x.mount_targets = 0;
+	{
+		const char *owner;
+
+		(void)handovers_evidence(&hs, 6, &owner);
+	}
+	CHECK(h->phase == WBG_PHASE_CLEANUP && x.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
+	teardown();
+}
+
+static void test_flush_requests(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	const char *owner;
+
+	setup(true);
+	c = cgroup(40, "k/pod/ctr");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
+		      strcmp(x.reply_outcome[1], "watched") == 0 && hs.n_waiters == 0,
+	      "poststop of an emptied container on-evidence: answered at once, watched (no 5 s wait)");
+	h = c->handover;
+	removed(c);
+	CHECK(handovers_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
+		      strcmp(x.reply_outcome[2], "watched") == 0 && x.reply_id[2] == h->id,
+	      "after its removal (runtimes rmdir before poststop): watched, at once");
+	x.now += S;
+	(void)handovers_evidence(&hs, 40, &owner);
+	CHECK(handovers_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
+		      hs.n_waiters == 1,
+	      "while its evidence flush runs: waited for");
+	job_done(h->id, 0);
+	CHECK(x.replies[3] == 1 && strcmp(x.reply_outcome[3], "flushed") == 0, "answered when that flush ends");
+	teardown();
+
+	/* eager: waited for, as before */
+	setup(false);
+	c = cgroup(41, "k/eager");
+	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
+	      "eager: poststop waits for the flush");
+	job_done(c->handover->id, 0);
+	CHECK(x.replies[4] == 1 && strcmp(x.reply_outcome[4], "flushed") == 0, "and gets it");
+	teardown();
+}
+
+static void test_stop_keeps(void)
+{
+	setup(true);
+	(void)watched(50, "k/w");
+	x.ended = 0;
+	handovers_stop(&hs);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_INTERRUPTED && x.pending_saves == 1 &&
+		      x.pending_drops == 0,
+	      "stopping while watched: interrupted, its pending record (saved when it was deferred) kept");
+	CHECK(hs.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1 && x.disarmed == 1, "disarmed, counted dropped");
+	registry_free(&reg);
+}
+
+int main(void)
+{
+	if (world_open() < 0)
+		return 1;
+	test_drain();
+	test_evidence();
+	test_max_age();
+	test_no_wbstats();
+	test_bounds();
+	test_flush_requests();
+	test_stop_keeps();
+	world_close();
+	return tap_done();
+}
