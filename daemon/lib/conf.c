@@ -47,6 +47,7 @@ void config_init(struct wbg_config *c)
 		.flush_mode = WBG_FLUSH_ON_EVIDENCE,
 		.fs_interval_usec = 1000000,
 		.watch_max = 4096,
+		.watch_max_per_tenant = 1024,
 		.watch_max_age_usec = 300ULL * 1000000,
 		.reflush_usec = 250000,
 		.mitigation = WBG_MITIGATION_AUTO,
@@ -314,6 +315,8 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		return *expect = "seconds, from 0 to 60", parse_seconds(v, 0, 60, &c->fs_interval_usec);
 	if (IS("flush", "watch_max"))
 		return *expect = "a number from 1 to 8192", parse_uint(v, 1, 8192, &c->watch_max);
+	if (IS("flush", "watch_max_per_tenant"))
+		return *expect = "a number from 1 to 8192", parse_uint(v, 1, 8192, &c->watch_max_per_tenant);
 	if (IS("flush", "watch_max_age_sec"))
 		return *expect = "seconds, from 1 to 86400", parse_seconds(v, 1, 86400, &c->watch_max_age_usec);
 	if (IS("flush", "reflush_sec"))

@@ -58,6 +58,7 @@ struct wbg_config {
 	enum wbg_flush_mode flush_mode;
 	uint64_t fs_interval_usec;  /* the budget: at least this between two flushes of one filesystem */
 	unsigned watch_max;         /* on-evidence: dying cgroups watched at once */
+	unsigned watch_max_per_tenant; /* ... of one tenant (a pod, a user, a service's subtree) */
 	uint64_t watch_max_age_usec; /* on-evidence: flushed if not drained by then */
 	uint64_t reflush_usec;      /* on-evidence: between two flushes of one dying cgroup */
 	/* [mitigation] */

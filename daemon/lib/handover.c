@@ -332,7 +332,34 @@ struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *p
 	h->t_trigger = now;
 	h->verify = -1;
 	cgroup_identity_parse(path, &h->ident);
+	h->tenant = handover_tenant(path, &h->ident);
 	return h;
+}
+
+static uint64_t fnv1a(uint64_t hash, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && s[i]; i++)
+		hash = (hash ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return hash;
+}
+
+uint64_t handover_tenant(const char *path, const struct wbg_identity *ident)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *p, *end = path;
+	unsigned levels = 2;
+
+	if (ident->pod_uid[0])
+		return fnv1a(fnv1a(h, "pod:", 4), ident->pod_uid, sizeof(ident->pod_uid)) | 1;
+	/* user.slice/user-1000.slice/user@1000.service/...: the user */
+	if (strncmp(path, "user.slice/", 11) == 0 && (p = strstr(path, ".service")) && strchr(path, '@') &&
+	    strchr(path, '@') < p)
+		return fnv1a(h, path, (size_t)(p - path)) | 1;
+	for (p = path; *p && levels; p++)
+		if (*p == '/' && --levels == 0)
+			break;
+	end = p;
+	return fnv1a(h, path, (size_t)(end - path)) | 1;
 }
 
 void handover_free(struct wbg_handover *h)

@@ -82,6 +82,7 @@ struct wbg_handover {
 	uint64_t cgroup_id;
 	char *path;
 	struct wbg_identity ident;
+	uint64_t tenant; /* handover_tenant(): whose share of the watch table it takes */
 	enum wbg_trigger trigger;
 	enum wbg_outcome outcome;
 	const char *reason; /* why, for outcomes other than FLUSHED */
@@ -148,6 +149,11 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j);
 /* Its record; names: whose cgroup it was (containers.h), or NULL. */
 struct wbg_container_names;
 struct json_object *handover_to_json(const struct wbg_handover *h, const struct wbg_container_names *names);
+
+/* Whose a cgroup is, for per-tenant shares: a pod (by its uid), a user's
+ * user@UID.service, else the first two levels of its path (a service and
+ * whatever it delegates below). A hash of that key; 0 never. */
+uint64_t handover_tenant(const char *path, const struct wbg_identity *ident);
 
 const char *wbg_trigger_to_string(enum wbg_trigger t);
 const char *wbg_outcome_to_string(enum wbg_outcome o);

@@ -47,6 +47,9 @@ void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
 		     (double)hs->n_watched);
 	metric_counter(f, "wbguard_dying_watch_full_total",
 		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.", ds->refused_full);
+	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
+		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
+		       ds->refused_tenant);
 	metric_counter(f, "wbguard_dying_evidence_total",
 		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
 		       ds->evidence);

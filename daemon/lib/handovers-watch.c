@@ -52,12 +52,29 @@ void hs_watch_at(struct wbg_handovers *hs, uint64_t usec)
 int hs_watch_add(struct wbg_handovers *hs, struct wbg_handover *h)
 {
 	uint64_t now = hs_now(hs);
+	size_t of_tenant = 0;
 	int r;
 
 	if (hs->n_watched >= hs->params.watch.max) {
-		hs->watch_stats.refused_full++;
-		log_warning("%zu dying cgroups watched ([flush] watch_max): %s is flushed now instead", hs->n_watched,
-			    h->path);
+		/* logged at 1, 2, 4, 8...: a flood of removals writes a few lines */
+		uint64_t k = ++hs->watch_stats.refused_full;
+
+		if (!(k & (k - 1)))
+			log_warning("%zu dying cgroups watched ([flush] watch_max): %s is flushed now instead "
+				    "(%" PRIu64 " so far)",
+				    hs->n_watched, h->path, hs->watch_stats.refused_full);
+		return -ENOSPC;
+	}
+	for (size_t i = 0; i < hs->n_watched; i++)
+		of_tenant += hs->watched[i]->tenant == h->tenant;
+	if (of_tenant >= hs->params.watch.max_per_tenant) {
+		/* one tenant's churn does not take everyone's slots */
+		uint64_t k = ++hs->watch_stats.refused_tenant;
+
+		if (!(k & (k - 1)))
+			log_warning("%zu dying cgroups of %s's tenant watched ([flush] watch_max_per_tenant): flushed now "
+				    "instead (%" PRIu64 " so far)",
+				    of_tenant, h->path, hs->watch_stats.refused_tenant);
 		return -ENOSPC;
 	}
 	if (hs->n_watched == hs->watch_cap) {

@@ -96,6 +96,7 @@ struct wbg_handovers_ops {
 
 struct wbg_watch_params {
 	size_t max;                /* [flush] watch_max: handovers watched at once */
+	size_t max_per_tenant;     /* [flush] watch_max_per_tenant: of one tenant (handover_tenant()) */
 	uint64_t drain_after_usec; /* without wb_stats: when a wb is taken as drained */
 	uint64_t max_age_usec;     /* not drained by then: flushed; still dirty after: given up */
 	uint64_t reflush_usec;     /* at least this between two flushes of one cgroup */
@@ -119,7 +120,7 @@ enum wbg_watch_end {
 };
 
 struct wbg_watch_stats {
-	uint64_t added, refused_full, evidence, evidence_ignored, flushes, flush_failures, expired,
+	uint64_t added, refused_full, refused_tenant, evidence, evidence_ignored, flushes, flush_failures, expired,
 		ended[_WBG_WATCH_END_MAX];
 };
 

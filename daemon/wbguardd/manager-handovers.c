@@ -289,6 +289,7 @@ struct wbg_handovers_params manager_handovers_params(const struct manager *m)
 			       dirtied_bpf(m),
 		.watch = {
 			.max = m->cfg.watch_max,
+			.max_per_tenant = m->cfg.watch_max_per_tenant,
 			.drain_after_usec = drain_after_usec(m->cfg.proc_sys),
 			.max_age_usec = m->cfg.watch_max_age_usec,
 			.reflush_usec = m->cfg.reflush_usec,

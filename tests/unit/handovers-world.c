@@ -218,7 +218,7 @@ void setup(bool on_evidence)
 		.timeout_usec = 30 * S,
 		.flush = true,
 		.on_evidence = on_evidence,
-		.watch = { .max = 16, .drain_after_usec = 60 * S, .max_age_usec = 300 * S, .reflush_usec = S / 4 },
+		.watch = { .max = 16, .max_per_tenant = 16, .drain_after_usec = 60 * S, .max_age_usec = 300 * S, .reflush_usec = S / 4 },
 	};
 
 	reset_world();

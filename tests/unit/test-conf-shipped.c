@@ -41,7 +41,9 @@ int main(int argc, char **argv)
 		      uncommented.scratch_cycle == def.scratch_cycle && uncommented.log_level == def.log_level &&
 		      strcmp(uncommented.state_dir, def.state_dir) == 0 && uncommented.n_roots == 0 &&
 		      strcmp(uncommented.metrics_listen, def.metrics_listen) == 0 &&
-		      strcmp(uncommented.metrics_textfile, def.metrics_textfile) == 0,
+		      strcmp(uncommented.metrics_textfile, def.metrics_textfile) == 0 &&
+		      uncommented.watch_max == def.watch_max && uncommented.watch_max_per_tenant == def.watch_max_per_tenant &&
+		      uncommented.watch_max_age_usec == def.watch_max_age_usec,
 	      "documented defaults are the built-in defaults");
 	{
 		unsigned nd, nu;

@@ -193,6 +193,34 @@ static void test_bounds(void)
 	      "released by the kernel: its wbs are gone, ended clean, counted dropped");
 	teardown();
 
+	/* one tenant's share: a delegated subtree churning cgroups below one
+	 * service cannot take every slot */
+	setup(true);
+	hs.params.watch.max_per_tenant = 2;
+	(void)watched(11, "system.slice/tenant.service/a");
+	(void)watched(12, "system.slice/tenant.service/b/c");
+	(void)watched(13, "system.slice/tenant.service/d");
+	(void)watched(14, "system.slice/other.service");
+	CHECK(hs.n_watched == 3 && hs.watch_stats.refused_tenant == 1 && hs.watch_stats.refused_full == 0 &&
+		      x.n_sub == 1,
+	      "a tenant past watch_max_per_tenant: its third removal flushed at once, counted; another tenant still watched");
+	teardown();
+	{
+		struct wbg_identity a, b, c, d;
+
+		cgroup_identity_parse("kubepods.slice/kubepods-burstable.slice/"
+				      "kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/cri-containerd-1.scope", &a);
+		cgroup_identity_parse("kubepods.slice/kubepods-burstable.slice/"
+				      "kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/cri-containerd-1.scope/x/y", &b);
+		cgroup_identity_parse("user.slice/user-1000.slice/user@1000.service/app.slice/a.scope", &c);
+		cgroup_identity_parse("user.slice/user-1000.slice/user@1000.service/app.slice/b.scope", &d);
+		CHECK(handover_tenant("p1", &a) == handover_tenant("p2", &b) &&
+			      handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/a.scope", &c) ==
+				      handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/b.scope", &d) &&
+			      handover_tenant("system.slice/a.service/x", &d) != handover_tenant("system.slice/b.service", &d),
+		      "tenants: a pod (whatever its container creates below), a user's manager, a service's subtree");
+	}
+
 	setup(true);
 	x.plan_result = 0;
 	h = watched(6, "k/cannot");

@@ -1,6 +1,8 @@
 # vm: --kernel stock --disks ext4
 # wbguard-oci-hook with Debian's crun and runc: real bundles with the hook
-# at createRuntime and poststop. With wbguardd running, createRuntime
+# at createRuntime and poststop, in both flush modes: what the hook adds to
+# a container's lifecycle against the same container without it (eager:
+# the flush; on-evidence: an answer, "watched", not a wait). With wbguardd running, createRuntime
 # registers the container (its pod names from the CRI's annotations) and
 # poststop has wbguardd flush its cgroup and waits; with wbguardd stopped,
 # poststop flushes by itself. Either way the container's data is written
@@ -19,9 +21,10 @@ mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.s
 # and records each call and its exit status.
 cat >/tmp/hook-wrap <<EOW
 #!/bin/sh
+t0=\$(date +%s%N)
 $hook "\$@" 2>>/wbg-out/hook.log
 rc=\$?
-echo "\$* rc=\$rc" >>/wbg-out/hook-calls.txt
+echo "\$* rc=\$rc ms=\$(( (\$(date +%s%N) - t0) / 1000000 ))" >>/wbg-out/hook-calls.txt
 exit \$rc
 EOW
 chmod +x /tmp/hook-wrap
@@ -129,7 +132,49 @@ check "no daemon: the container's 16 MiB were dirty before delete" test "$before
 check "no daemon: createRuntime says it is not registered" grep -q "container hook-crun: wbguardd not reachable at /run/wbguard/control; not registered" /wbg-out/hook.log
 check "no daemon: poststop wrote back by itself" grep -q "container hook-crun: its filesystems written back" /wbg-out/hook.log
 
-check "every hook call exited 0" test -z "$(grep -v 'rc=0' /wbg-out/hook-calls.txt)" -a "$(wc -l </wbg-out/hook-calls.txt)" = 6
+check "every hook call exited 0" test -z "$(grep -v 'rc=0 ' /wbg-out/hook-calls.txt)" -a "$(wc -l </wbg-out/hook-calls.txt)" = 6
+
+# What the hook adds to a container's lifecycle, in both modes: the same
+# container (24 MiB written, then exit) from run to the end of delete, with
+# the hook and without it. Eager: poststop waits for the flush; on-evidence
+# (the default): wbguardd watches the removal and answers at once.
+# lifecycle RT HOOK(0|1) ID: prints the milliseconds.
+lifecycle() {
+	local rt=$1 b=/tmp/lc-$1 t0 i=0
+	oci_bundle $b
+	if [ "$2" = 1 ]; then
+		jq --arg h /tmp/hook-wrap '.hooks = {createRuntime: [{path: $h, args: ["wbguard-oci-hook", "createRuntime"]}],
+			poststop: [{path: $h, args: ["wbguard-oci-hook", "--timeout", "5", "poststop"]}]}' $b/config.json >$b/c && mv $b/c $b/config.json
+	fi
+	rm -f /mnt/ext4/lc-$3/f
+	t0=$(date +%s%N)
+	oci_run $rt $b $3 wbgtest/$3 '{}' /mnt/ext4/lc-$3 "dd if=/dev/zero of=/data/f bs=1M count=24 2>/dev/null"
+	while [ "$($rt state $3 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+	$rt delete $3 2>>/wbg-out/oci-errors.txt
+	echo $(( ($(date +%s%N) - t0) / 1000000 ))
+}
+for mode in eager on-evidence; do
+	WBG_FLUSH_MODE=$mode daemon_start "$WBG_BUILD"
+	for rt in crun runc; do
+		: >/wbg-out/hook-calls.txt
+		plain=$(lifecycle $rt 0 lc-$rt-$mode-0)
+		hooked=$(lifecycle $rt 1 lc-$rt-$mode-1)
+		ps_ms=$(sed -n 's/.*poststop rc=0 ms=\([0-9]*\)$/\1/p' /wbg-out/hook-calls.txt | tail -1)
+		cr_ms=$(sed -n 's/.*createRuntime rc=0 ms=\([0-9]*\)$/\1/p' /wbg-out/hook-calls.txt | tail -1)
+		echo "# $mode $rt: run to delete ${plain} ms without the hook, ${hooked} ms with it (+$((hooked - plain)) ms); the hook's calls: createRuntime ${cr_ms:-?} ms, poststop ${ps_ms:-?} ms"
+		echo "$mode $rt $plain $hooked ${cr_ms:-0} ${ps_ms:-0}" >>/wbg-out/hook-added.txt
+		answer=$(sed -n "s/.*container lc-$rt-$mode-1: wbguardd handover [0-9]*: \([a-z-]*\).*/\1/p" /wbg-out/hook.log | tail -1)
+		if [ $mode = eager ]; then
+			check "eager, $rt: poststop waited for wbguardd's flush ($answer)" test "$answer" = flushed
+		else
+			check "on-evidence, $rt: poststop answered at once: watched ($answer)" test "$answer" = watched
+			# the bug this guards against waited the whole --timeout (5 s)
+			check "on-evidence, $rt: poststop returned well inside its 5 s timeout (${ps_ms:-?} ms)" \
+				test "${ps_ms:-5000}" -lt 2500
+		fi
+	done
+	daemon_stop
+done
 
 # Malformed and hostile state, straight to the hook.
 echo '{"id":"x"' | $hook createRuntime 2>/wbg-out/h1.txt
