@@ -336,6 +336,15 @@ struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *p
 	return h;
 }
 
+bool handover_wants_boost(const struct wbg_handover *h, bool flush_enabled)
+{
+	if (h->not_own || h->outcome == WBG_OUTCOME_INTERRUPTED)
+		return false;
+	return h->outcome == WBG_OUTCOME_FAILED || h->outcome == WBG_OUTCOME_TIMEOUT ||
+	       (h->outcome == WBG_OUTCOME_NO_TARGETS && h->dirty_known) ||
+	       (h->outcome == WBG_OUTCOME_DISABLED && !flush_enabled);
+}
+
 static uint64_t fnv1a(uint64_t hash, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n && s[i]; i++)

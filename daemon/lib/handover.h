@@ -150,6 +150,12 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j);
 struct wbg_container_names;
 struct json_object *handover_to_json(const struct wbg_handover *h, const struct wbg_container_names *names);
 
+/* Whether a handover that ended asks for the node-wide expiry boost: only
+ * a failed or timed-out flush of the cgroup's own data, its own dirty data
+ * with nothing found to flush, and, with [flush] enable = no, any removal
+ * (the boost is then all there is). A dying wb still dirty at the check was dirtied again by a live
+ * cgroup (a restarted container appending to the same file): no reason. */
+bool handover_wants_boost(const struct wbg_handover *h, bool flush_enabled);
 /* Whose a cgroup is, for per-tenant shares: a pod (by its uid), a user's
  * user@UID.service, else the first two levels of its path (a service and
  * whatever it delegates below). A hash of that key; 0 never. */

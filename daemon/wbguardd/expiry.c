@@ -417,22 +417,28 @@ static int on_boost_end(sd_event_source *s, uint64_t usec, void *userdata)
 
 void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 {
-	bool clean;
+	uint64_t now = 0;
 
 	/* Interrupted: wbguardd is stopping, and stopping ends with the
-	 * admin's value and no holder (the next start redoes the flush). */
+	 * admin's value and no holder (the next start redoes the flush). A
+	 * dying wb dirty again at the check is someone else's writing. */
 	if (!e->cfg->boost_cs || !e->sysctl_ok || e->verdicts->dying_wb == WBG_VERDICT_ACTIVE ||
-	    h->outcome == WBG_OUTCOME_INTERRUPTED || h->not_own)
+	    !handover_wants_boost(h, e->cfg->flush))
 		return;
-	clean = (h->outcome == WBG_OUTCOME_FLUSHED || h->outcome == WBG_OUTCOME_CLEAN || h->outcome == WBG_OUTCOME_DRAINED ||
-		 h->outcome == WBG_OUTCOME_CHILDREN || (h->outcome == WBG_OUTCOME_DISABLED && e->cfg->flush)) &&
-		h->verify != 0;
-	if (clean)
+	(void)sd_event_now(e->event, CLOCK_MONOTONIC, &now);
+	if (!boost_limit_take(&e->boost_limit, h->tenant, now)) {
+		/* logged at 1, 2, 4...: a tenant failing flushes writes a few lines */
+		if (!(e->boost_limit.refused & (e->boost_limit.refused - 1)))
+			log_notice("Handover %" PRIu64 " of %s did not end cleanly (%s), but its tenant boosted %u times "
+				   "lately: no boost (%" PRIu64 " refused so far)",
+				   h->id, h->path, wbg_outcome_to_string(h->outcome), BOOST_LIMIT_BURST,
+				   e->boost_limit.refused);
 		return;
+	}
 	e->boosts++;
 	log_info("Handover %" PRIu64 " of %s did not end cleanly (%s): %s = %u for %" PRIu64 " s", h->id, h->path,
-		 h->verify == 0 ? "its dying wb is still dirty" : wbg_outcome_to_string(h->outcome), WBG_SYSCTL_NAME,
-		 e->cfg->boost_cs, e->cfg->boost_window_usec / 1000000);
+		 wbg_outcome_to_string(h->outcome), WBG_SYSCTL_NAME, e->cfg->boost_cs,
+		 e->cfg->boost_window_usec / 1000000);
 	hold(e, BOOST_HOLDER, e->cfg->boost_cs);
 	/* a later removal extends the window */
 	e->boost_source = sd_event_source_disable_unref(e->boost_source);
@@ -443,6 +449,9 @@ void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 		release(e, BOOST_HOLDER);
 	}
 }
+
+/* the help text below says so */
+_Static_assert(BOOST_LIMIT_BURST == 3 && BOOST_LIMIT_REFILL_USEC == 20ULL * 60 * 1000000, "boost limit's help text");
 
 void expiry_metrics(FILE *f, const struct wbg_expiry *e)
 {
@@ -477,6 +486,9 @@ void expiry_metrics(FILE *f, const struct wbg_expiry *e)
 	metric_counter(f, "wbguard_expiry_unsupported_total",
 		       "Policies that could not be applied here (no BPF for per-pod, no sysctl for global).",
 		       e->unsupported);
+	metric_counter(f, "wbguard_expiry_boosts_limited_total",
+		       "Boosts refused because the handover's tenant had boosted 3 times lately (one more per 20 minutes).",
+		       e->boost_limit.refused);
 	metric_counter(f, "wbguard_expiry_boosts_total",
 		       "Handovers that did not end cleanly and lowered the sysctl for the boost window.", e->boosts);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <systemd/sd-event.h>
 
+#include "boost-limit.h"
 #include "conf.h"
 #include "sysctl-keeper.h"
 
@@ -53,6 +54,7 @@ struct wbg_expiry {
 	size_t n_policies[2]; /* by mechanism */
 	sd_event_source *sysctl_check_source, *boost_source;
 	uint64_t writebacks, policy_errors, unsupported, boosts;
+	struct boost_limit boost_limit; /* per tenant */
 };
 
 int expiry_start(struct wbg_expiry *e, const struct wbg_expiry_deps *deps);

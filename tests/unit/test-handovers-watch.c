@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boost-limit.h"
 #include "handovers-world.h"
 #include "tap.h"
 
@@ -285,6 +286,39 @@ static void test_stop_keeps(void)
 	registry_free(&reg);
 }
 
+static void test_boost(void)
+{
+	struct wbg_handover h = { .outcome = WBG_OUTCOME_FLUSHED, .verify = 0 };
+	struct boost_limit l = { 0 };
+	unsigned ok = 0;
+
+	CHECK(!handover_wants_boost(&h, true),
+	      "flushed, its dying wb dirty again at the check (a live cgroup's writing): no boost");
+	h.outcome = WBG_OUTCOME_TIMEOUT;
+	CHECK(handover_wants_boost(&h, true), "its own flush timed out: boost");
+	h.outcome = WBG_OUTCOME_FAILED;
+	h.not_own = true;
+	CHECK(!handover_wants_boost(&h, true), "failed, but the pages were not its own: no boost");
+	h = (struct wbg_handover){ .outcome = WBG_OUTCOME_DRAINED };
+	CHECK(!handover_wants_boost(&h, true), "drained: no boost");
+	h.outcome = WBG_OUTCOME_DISABLED;
+	CHECK(handover_wants_boost(&h, false) && !handover_wants_boost(&h, true),
+	      "[flush] enable = no: the boost is all there is");
+
+	for (unsigned i = 0; i < 10; i++)
+		ok += boost_limit_take(&l, 42, 1000 + i);
+	CHECK(ok == BOOST_LIMIT_BURST && l.refused == 10 - BOOST_LIMIT_BURST,
+	      "one tenant failing flushes again and again: %u boosts, the rest refused and counted", ok);
+	CHECK(boost_limit_take(&l, 43, 2000), "another tenant still boosts");
+	CHECK(!boost_limit_take(&l, 42, 1000 + BOOST_LIMIT_REFILL_USEC - 1) &&
+		      boost_limit_take(&l, 42, 1000 + BOOST_LIMIT_REFILL_USEC) &&
+		      !boost_limit_take(&l, 42, 1001 + BOOST_LIMIT_REFILL_USEC),
+	      "one more per refill period");
+	for (uint64_t t = 100; t < 100 + BOOST_LIMIT_TENANTS; t++)
+		(void)boost_limit_take(&l, t, 5000 + t);
+	CHECK(l.evicted >= 2, "more tenants than the table: the least recently seen make room (counted)");
+}
+
 int main(void)
 {
 	if (world_open() < 0)
@@ -296,6 +330,7 @@ int main(void)
 	test_bounds();
 	test_flush_requests();
 	test_stop_keeps();
+	test_boost();
 	world_close();
 	return tap_done();
 }
