@@ -87,6 +87,8 @@ static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct
 	e->root = 0;
 	e->dev = inode ? BPF_CORE_READ(inode, i_sb, s_dev) : 0;
 	e->ino = inode ? BPF_CORE_READ(inode, i_ino) : 0;
+	e->gen = inode ? BPF_CORE_READ(inode, i_generation) : 0;
+	e->pad = 0;
 	e->dirtier = bpf_get_current_cgroup_id();
 	e->path[0] = 0;
 	bpf_ringbuf_submit(e, 0);

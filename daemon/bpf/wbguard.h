@@ -138,6 +138,8 @@ struct wbg_rmdir_event {
 	__u32 dev;      /* EVIDENCE: the inode's superblock (kernel dev_t encoding) */
 	__u64 ino;      /* EVIDENCE: the inode */
 	__u64 dirtier;  /* EVIDENCE: the cgroup of the task that dirtied it */
+	__u32 gen;      /* EVIDENCE: the inode's generation (its file handle has it) */
+	__u32 pad;
 	char path[WBG_RMDIR_PATH_MAX];
 };
 

@@ -237,10 +237,11 @@ int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret)
 }
 
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
-			  bool *ret_complete)
+			  bool *ret_complete, size_t *ret_evicted)
 {
 	struct collect c = { .cgroup_id = cgroup_id };
 	struct wbg_cgroup_inodes ci = { 0 };
+	bool found;
 	int r;
 
 	r = map_scan(bpf_map__fd(b->skel->maps.dirtied_inodes), sizeof(struct wbg_inode_key), sizeof(__u64),
@@ -249,10 +250,12 @@ int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wb
 		free(c.v);
 		return r;
 	}
-	(void)bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id, &ci);
-	/* Incomplete when the per-cgroup bound was hit, or when the LRU
-	 * evicted some of what was counted. */
-	*ret_complete = !ci.overflow && c.n >= ci.count;
+	found = bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id, &ci) == 0;
+	/* Incomplete when nothing says how many there were (the count's
+	 * entry evicted or never made), when the per-cgroup bound was hit, or
+	 * when the LRU evicted some of what was counted. */
+	*ret_complete = found && !ci.overflow && c.n >= ci.count;
+	*ret_evicted = found && c.n < ci.count ? ci.count - c.n : 0;
 	*ret = c.v;
 	*ret_n = c.n;
 	return 0;

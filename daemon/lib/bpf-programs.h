@@ -88,8 +88,11 @@ bool wbg_bpf_devsets_may_have_evicted(const struct wbg_bpf *b);
 /* Sets the LRU evicted so far: created - deleted - held now (a walk of the
  * map, only once evictions are possible). */
 int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret);
+/* The inodes BPF holds for a cgroup. Complete only when the cgroup's count
+ * was found, did not overflow max_inodes, and every record it counted is
+ * still there; ret_evicted: records it counted that the LRU evicted. */
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
-			  bool *ret_complete);
+			  bool *ret_complete, size_t *ret_evicted);
 int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */

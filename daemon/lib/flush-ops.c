@@ -94,6 +94,26 @@ int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v
 	return 0;
 }
 
+int flush_probe_handles(const char *path)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+	} h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+	_cleanup_close_ int mfd = -EBADF, fd = -EBADF;
+	int mount_id;
+
+	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) < 0)
+		return errno == EPERM ? -EPERM : -EOPNOTSUPP;
+	mfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EPERM || errno == EACCES ? -EPERM : -errno;
+	return 0;
+}
+
 int flush_bdev(const char *node, dev_t dev)
 {
 	_cleanup_close_ int fd = -EBADF;

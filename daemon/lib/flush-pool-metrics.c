@@ -44,6 +44,12 @@ void flush_pool_metrics(FILE *f, struct flush_pool *p)
 			       "Flush requests refused: the target's waiting job had too many waiters.", ps.refused_busy);
 		metric_counter(f, "wbguard_flush_inodes_capped_total",
 			       "Merged jobs whose inode list hit its bound and became a syncfs.", ps.inodes_capped);
+		gauge(f, "wbguard_flush_inode_handles_available",
+		      "1 when wbguardd may open files by handle (per-inode flushes of a cgroup's own data); 0: refused "
+		      "(no CAP_DAC_READ_SEARCH, or seccomp), so those flushes are syncfs, held by the budget.",
+		      ps.handles_available);
+		metric_counter(f, "wbguard_flush_handle_fallbacks_total",
+			       "Per-inode flush jobs whose handles were refused: a syncfs instead.", ps.handle_fallbacks);
 		metric_counter(f, "wbguard_flush_jobs_total", "Flush jobs started (one per filesystem or block device).",
 			       ps.jobs_started);
 		metric_counter(f, "wbguard_flush_budget_waits_total",

@@ -21,6 +21,7 @@ struct slot {
 	struct flush_job *running, *waiting;
 	bool waiting_queued; /* the waiting job is on the run queue */
 	uint64_t last_start; /* the budget: the next may start interval after */
+	bool handles_refused; /* a job's handles were refused here: its own-file jobs are budgeted */
 	struct flush_target_stats st;
 };
 
@@ -33,7 +34,8 @@ struct flush_pool {
 	unsigned alive;     /* threads not exited (a stuck one counts until it returns) */
 	unsigned stuck;     /* of those, inside a job past its timeout */
 	uint64_t stuck_total, refused_busy, inodes_capped;
-	uint64_t interval, budget_waits, budget_wait_usec, jobs_started;
+	uint64_t interval, budget_waits, budget_wait_usec, jobs_started, handle_fallbacks;
+	bool handles_refused; /* the start's probe said no: every job's fallback is a syncfs */
 	void (*run)(struct flush_job *j, void *userdata);
 	void *run_userdata;
 	struct flush_job *run_head, *run_tail;
@@ -227,8 +229,10 @@ static struct flush_job *take_ready(struct flush_pool *p, uint64_t now, uint64_t
 		struct slot *s = slot_for(p, j->dev, j->kind, false);
 		/* the budget is for whole-filesystem flushes: writing one
 		 * removed cgroup's own files (evidence, expiry) costs no
-		 * neighbour anything and is not held */
-		bool own_files = j->use_inodes && j->mode != FLUSH_MODE_HANDOVER;
+		 * neighbour anything and is not held; but where handles are
+		 * refused such a job becomes a syncfs, and is held like one */
+		bool own_files = j->use_inodes && j->mode != FLUSH_MODE_HANDOVER && !p->handles_refused &&
+				 !(s && s->handles_refused);
 		uint64_t ready = s && s->last_start && p->interval && !own_files ? s->last_start + p->interval : 0;
 
 		if (ready > now) {
@@ -298,6 +302,11 @@ static void *worker(void *userdata)
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
 		s = slot_for(p, j->dev, j->kind, false);
+		if (j->fell_back) {
+			p->handle_fallbacks++;
+			if (s)
+				s->handles_refused = true; /* its next own-file jobs wait for the budget */
+		}
 		if (s) {
 			s->running = NULL;
 			s->st.device_bytes += j->device_bytes;
@@ -378,6 +387,13 @@ void flush_pool_set_interval(struct flush_pool *p, uint64_t usec)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void flush_pool_set_handles(struct flush_pool *p, bool available)
+{
+	pthread_mutex_lock(&p->lock);
+	p->handles_refused = !available;
+	pthread_mutex_unlock(&p->lock);
+}
+
 int flush_pool_foreach_target(struct flush_pool *p,
 			      int (*cb)(dev_t dev, enum flush_kind kind, const struct flush_target_stats *st, void *userdata),
 			      void *userdata)
@@ -401,7 +417,9 @@ void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)
 					  .inodes_capped = p->inodes_capped,
 					  .budget_waits = p->budget_waits,
 					  .budget_wait_usec = p->budget_wait_usec,
-					  .jobs_started = p->jobs_started };
+					  .jobs_started = p->jobs_started,
+					  .handle_fallbacks = p->handle_fallbacks,
+					  .handles_available = !p->handles_refused };
 	pthread_mutex_unlock(&p->lock);
 }
 

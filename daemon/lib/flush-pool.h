@@ -77,6 +77,8 @@ struct flush_pool_stats {
 	unsigned busy, stuck;
 	uint64_t stuck_total, refused_busy, inodes_capped;
 	uint64_t budget_waits, budget_wait_usec, jobs_started;
+	uint64_t handle_fallbacks; /* jobs whose handles were refused: a syncfs instead */
+	bool handles_available;    /* the start's probe (flush_pool_set_handles) */
 };
 
 struct flush_pool;
@@ -91,6 +93,11 @@ unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec);
  * one for it started (0: at once); requests meanwhile merge into the
  * waiting job. Jobs held back are counted (budget_waits, and for how long). */
 void flush_pool_set_interval(struct flush_pool *p, uint64_t usec);
+/* Whether files can be opened by handle here (flush_probe_handles() at
+ * start): when not, every job that would write a cgroup's own inodes falls
+ * back to syncfs, and is held by the budget like one. A target whose
+ * handles are refused at run time is held from then on. */
+void flush_pool_set_handles(struct flush_pool *p, bool available);
 void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret);
 /* Each target's counters, under the pool's lock (cb must not call the pool). */
 int flush_pool_foreach_target(struct flush_pool *p,

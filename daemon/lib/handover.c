@@ -89,7 +89,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 {
 	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
 	_cleanup_free_ struct wbg_inode_key *inodes = NULL;
-	size_t n_devs = 0, n_inodes = 0;
+	size_t n_devs = 0, n_inodes = 0, evicted = 0;
 	bool complete = false, overflow = false, found = false;
 	int r;
 
@@ -99,11 +99,12 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 	p->own_set_missing = !found;
 	p->set_maybe_evicted = !found && wbg_bpf_devsets_may_have_evicted(bpf);
 	if (cfg->inode_flush == WBG_INODE_FLUSH_ON) {
-		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete);
+		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete, &evicted);
 		if (r < 0)
 			return r;
 	}
 	p->inodes_incomplete = !complete;
+	p->inodes_evicted = evicted;
 	for (size_t i = 0; i < n_devs; i++) {
 		dev_t dev = makedev(WBG_KDEV_MAJOR(devs[i].dev), WBG_KDEV_MINOR(devs[i].dev));
 		struct wbg_plan_target *t;
@@ -304,6 +305,29 @@ int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t,
 	if (r < 0)
 		flush_job_free(j);
 	return r;
+}
+
+int plan_add_inode(struct wbg_plan *p, const struct wbg_inode_key *k)
+{
+	dev_t dev = makedev(WBG_KDEV_MAJOR(k->dev), WBG_KDEV_MINOR(k->dev));
+
+	for (size_t i = 0; i < p->n; i++) {
+		struct wbg_plan_target *t = &p->t[i];
+		struct wbg_inode_key *v;
+
+		if (t->dev != dev || !t->use_inodes)
+			continue;
+		for (size_t j = 0; j < t->n_inodes; j++)
+			if (t->inodes[j].ino == k->ino && t->inodes[j].dev == k->dev)
+				return 0;
+		v = realloc(t->inodes, (t->n_inodes + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->inodes = v;
+		t->inodes[t->n_inodes++] = *k;
+		return 1;
+	}
+	return 0;
 }
 
 void plan_free(struct wbg_plan *p)

@@ -66,6 +66,7 @@ struct wbg_plan {
 	size_t n;
 	const char *source; /* "bpf" or "mounts" */
 	bool inodes_incomplete;
+	size_t inodes_evicted;  /* inode records BPF counted for it that its LRU evicted */
 	unsigned n_excluded;    /* filesystems left out: [flush] exclude_fstypes */
 	bool own_set_missing;   /* BPF has no dirtied-device set for the cgroup itself */
 	bool set_maybe_evicted; /* ... and its LRU may have evicted it */
@@ -109,6 +110,7 @@ struct wbg_handover {
 	unsigned flushes;            /* flushes started while watched */
 	uint64_t t_watch_added, t_watch, t_last_flush;
 	uint64_t t_evidence;         /* the first evidence */
+	struct wbg_inode_key evidence_inode; /* the last one BPF named (ino 0: none, or a stall) */
 	struct {
 		unsigned major, minor;
 		char fstype[32];
@@ -135,6 +137,11 @@ int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mo
 /* The filesystems with writeback that a process's mountinfo shows. */
 int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n);
 void plan_free(struct wbg_plan *p);
+/* The inode the evidence named (kernel dev_t encoding, as BPF records it)
+ * into the plan's per-inode target on its filesystem, if not there yet: a
+ * record the LRU lost is still written. Returns 1 if added. A syncfs
+ * target covers it already; with no target on its device, 0. */
+int plan_add_inode(struct wbg_plan *p, const struct wbg_inode_key *k);
 /* One target as a job in the pool: for a handover (id = the handover's) or a
  * pod's expiry (id = its cgroup's). */
 int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id);

@@ -60,6 +60,12 @@ void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
 	metric_family(f, "wbguard_dying_ended_total", "counter", "Watched dying cgroups no longer watched, by how.");
 	for (unsigned e = 0; e < _WBG_WATCH_END_MAX; e++)
 		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", ends[e], ds->ended[e]);
+	metric_counter(f, "wbguard_handover_inode_records_evicted_total",
+		       "Inode records of a flushed cgroup that the BPF LRU evicted (its flush was a syncfs then).",
+		       st->inode_records_evicted);
+	metric_counter(f, "wbguard_dying_evidence_inodes_added_total",
+		       "Evidence flushes that wrote the inode the evidence named although its record was gone.",
+		       st->evidence_inodes_added);
 	metric_counter(f, "wbguard_handover_invalid_steps_total",
 		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);
 }

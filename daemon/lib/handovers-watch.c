@@ -243,7 +243,8 @@ void hs_watch_tick(struct wbg_handovers *hs, uint64_t now)
 		hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
 }
 
-int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const char **ret_path)
+int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+		       const char **ret_path)
 {
 	struct wbg_handover *h = watch_find(hs, cgroup_id);
 	uint64_t now = hs_now(hs);
@@ -256,6 +257,8 @@ int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const char 
 	hs->watch_stats.evidence++;
 	if (h->evidence++ == 0)
 		h->t_evidence = now;
+	if (inode && inode->ino)
+		h->evidence_inode = *inode;
 	/* Evidence wins over a cleanup or a check under way: the writer is
 	 * waiting now. Not over a flush still running, nor sooner than
 	 * reflush_usec after the last (then the tick does it). */

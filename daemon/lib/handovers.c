@@ -236,11 +236,15 @@ static void flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
 	int r = hs->ops->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
 
 	h->flush_inodes = inodes;
+	hs->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
 		r = hs->ops->plan_mounts(hs->userdata, &plan);
 		plan.source = "mounts";
 	}
+	/* the inode the writer is waiting on, whatever the LRU kept */
+	if (r >= 0 && inodes && h->evidence_inode.ino && plan_add_inode(&plan, &h->evidence_inode) > 0)
+		hs->stats.evidence_inodes_added++;
 	if (r >= 0 && plan.n > 0) {
 		r = submit(hs, h, &plan);
 		save_pending(hs, h, &plan);

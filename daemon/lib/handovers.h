@@ -128,6 +128,8 @@ struct wbg_handovers_stats {
 	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
+	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
+	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
 };
 
 /* A finished handover, as the API reports it. */
@@ -204,9 +206,11 @@ void handovers_tick(struct wbg_handovers *hs);
 bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_id);
 
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
- * (or a foreign flush to it fail). -ENOENT: not watched. ret_path: its
+ * (inode: which, flushed with the rest of the cgroup's own), or a foreign
+ * flush to it fail (inode NULL). -ENOENT: not watched. ret_path: its
  * handover's cgroup, for the log. */
-int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const char **ret_path);
+int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+		       const char **ret_path);
 /* The kernel released the cgroup: its wbs are gone with it. */
 void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id);
 /* Whether its dying wb is watched (what it dirtied is needed then). */

@@ -68,8 +68,11 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 		series_released(&m->series, e->cgroup_id);
 		handovers_released(&m->handovers, e->cgroup_id);
 		return 0;
-	case WBG_LIFE_EVIDENCE:
-		if (handovers_evidence(&m->handovers, e->cgroup_id, &owner) < 0)
+	case WBG_LIFE_EVIDENCE: {
+		struct wbg_inode_key k = { .cgroup_id = e->cgroup_id, .ino = e->ino, .dev = e->dev, .gen = e->gen };
+
+		/* level 1: the -ENOENT sign, which names no inode */
+		if (handovers_evidence(&m->handovers, e->cgroup_id, e->level == 1 ? NULL : &k, &owner) < 0)
 			log_debug("Foreign dirtying of a dying wb of cgroup %" PRIu64 " no longer watched",
 				  (uint64_t)e->cgroup_id);
 		else if (e->level == 1)
@@ -81,6 +84,7 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 				 (uint64_t)e->dirtier, (uint64_t)e->ino, WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev),
 				 owner ? owner : "a removed cgroup");
 		return 0;
+	}
 	default:
 		break;
 	}

@@ -14,6 +14,7 @@
 #include "cgroup-util.h"
 #include "handover.h"
 #include "handovers.h"
+#include "flush-ops.h"
 #include "flush-pool.h"
 #include "log.h"
 #include "macro.h"
@@ -374,6 +375,15 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return log_error_errno(r, "Cannot start flush workers");
 	flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
+	/* cgroupfs has file handles: whether we may open by handle at all
+	 * (the shipped DaemonSet's capabilities and seccomp decide) */
+	r = flush_probe_handles(m->cfg.cgroup_root);
+	if (r == -EPERM)
+		log_notice("Opening files by handle is refused here (no CAP_DAC_READ_SEARCH, or seccomp): flushes of a "
+			   "cgroup's own inodes fall back to syncfs, held by [flush] fs_interval_sec");
+	else if (r < 0)
+		log_debug_errno(r, "Cannot probe opening by handle on %s", m->cfg.cgroup_root);
+	flush_pool_set_handles(m->pool, r != -EPERM);
 	r = sd_event_add_io(m->event, &m->pool_source, flush_pool_fd(m->pool), EPOLLIN, on_pool, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the flush pool");

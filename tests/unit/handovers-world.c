@@ -27,7 +27,7 @@ static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
 		p->t[p->n++] = (struct wbg_plan_target){ .dev = makedev(253, i), .kind = FLUSH_FS, .fstype = "ext4",
-							 .mount = "/mnt" };
+							 .mount = "/mnt", .use_inodes = x.plan_uses_inodes };
 	p->source = source;
 	return 0;
 }
@@ -60,7 +60,8 @@ static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mo
 {
 	if (x.submit_result < 0)
 		return x.submit_result;
-	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev };
+	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev, .n_inodes = t->n_inodes,
+						    .first_ino = t->n_inodes ? t->inodes[0].ino : 0 };
 	return 0;
 }
 

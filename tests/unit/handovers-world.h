@@ -23,6 +23,8 @@ struct submitted {
 	uint64_t id;
 	enum flush_mode mode;
 	dev_t dev;
+	size_t n_inodes;
+	uint64_t first_ino;
 };
 
 struct world {
@@ -33,6 +35,7 @@ struct world {
 	bool own_set_missing, set_maybe_evicted;
 	unsigned n_excluded;
 	bool last_plan_inodes;
+	bool plan_uses_inodes; /* targets by inode (sets complete), with none listed */
 	int submit_result;
 	struct submitted sub[64];
 	unsigned n_sub;

@@ -97,6 +97,69 @@ static void budget(void)
 	flush_pool_free(p);
 }
 
+/* A runner where opening by handle is refused (the DaemonSet without
+ * CAP_DAC_READ_SEARCH, RuntimeDefault seccomp): per-inode jobs fall back to
+ * one syncfs, as run_job does. */
+static void refusing_run(struct flush_job *j, void *userdata)
+{
+	j->started_usec = j->queued_usec;
+	if (j->use_inodes) {
+		j->fell_back = true;
+		j->stats.syncfs_calls++;
+	}
+	j->result = 0;
+	j->finished_usec = j->started_usec + 1;
+}
+
+static struct flush_job *evidence_job(dev_t dev, uint64_t waiter)
+{
+	struct flush_job *j = job(dev, "/e", waiter);
+	struct wbg_inode_key k = { .ino = waiter, .dev = (uint32_t)dev };
+
+	j->mode = FLUSH_MODE_EVIDENCE;
+	j->use_inodes = true;
+	flush_job_add_inodes(j, &k, 1);
+	return j;
+}
+
+/* 30 evidence jobs for one filesystem over 300 ms; returns the jobs started. */
+static uint64_t evidence_burst(bool probe_ok, void (*run)(struct flush_job *j, void *userdata), uint64_t *ret_fallbacks)
+{
+	struct flush_pool *p;
+	struct flush_pool_stats st;
+
+	if (flush_pool_new(2, "/sys/dev/block", &p) < 0)
+		return 0;
+	flush_pool_set_runner(p, run, NULL);
+	flush_pool_set_interval(p, 1000 * 1000);
+	flush_pool_set_handles(p, probe_ok);
+	for (uint64_t i = 1; i <= 30; i++) {
+		flush_pool_submit(p, evidence_job(9, i));
+		usleep(10 * 1000);
+		(void)collect(p, 0, NULL);
+	}
+	flush_pool_stats(p, &st);
+	*ret_fallbacks = st.handle_fallbacks;
+	flush_pool_free(p);
+	return st.jobs_started;
+}
+
+static void refused_handles(void)
+{
+	uint64_t started, fallbacks;
+
+	started = evidence_burst(true, fake_run, &fallbacks);
+	CHECK(started >= 10, "handles work: a cgroup's own-inode jobs are not held by the budget (%llu of 30 started)",
+	      (unsigned long long)started);
+	started = evidence_burst(false, refusing_run, &fallbacks);
+	CHECK(started <= 2, "the probe said handles are refused: their syncfs fallbacks are budgeted (%llu started)",
+	      (unsigned long long)started);
+	started = evidence_burst(true, refusing_run, &fallbacks);
+	CHECK(started <= 2 && fallbacks >= 1,
+	      "refused at run time: the first falls back, the rest wait for the budget (%llu started, %llu fallbacks)",
+	      (unsigned long long)started, (unsigned long long)fallbacks);
+}
+
 static void stuck_and_bounds(void)
 {
 	struct flush_pool *p;
@@ -216,5 +279,6 @@ int main(void)
 	flush_pool_free(p);
 	stuck_and_bounds();
 	budget();
+	refused_handles();
 	return tap_done();
 }

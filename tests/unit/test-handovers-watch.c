@@ -58,12 +58,12 @@ static void test_evidence(void)
 	h = watched(7, "k/ev");
 	id = h->id;
 	x.now += S;
-	CHECK(handovers_evidence(&hs, 7, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
+	CHECK(handovers_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
 		      h->phase == WBG_PHASE_FLUSHING,
 	      "evidence: its own inodes flushed at once");
-	CHECK(handovers_evidence(&hs, 7, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
+	CHECK(handovers_evidence(&hs, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
 	      "more evidence while it runs: noted, no second flush");
-	CHECK(handovers_evidence(&hs, 9, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
+	CHECK(handovers_evidence(&hs, 9, NULL, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
 	      "evidence for a cgroup not watched: -ENOENT, counted");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
@@ -82,13 +82,40 @@ static void test_evidence(void)
 	      "drained after that: ended flushed, with its evidence and flushes");
 	teardown();
 
+	/* the inode the evidence named is written even when the record the
+	 * plan comes from lost it (LRU) */
+	setup(true);
+	x.plan_uses_inodes = true;
+	h = watched(9, "k/lost");
+	{
+		struct wbg_inode_key k = { .cgroup_id = 9, .ino = 4242, .dev = (253 << 20) | 0, .gen = 7 };
+
+		CHECK(handovers_evidence(&hs, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
+			      x.sub[0].first_ino == 4242 && hs.stats.evidence_inodes_added == 1,
+		      "the evidence's own inode is in its flush, counted");
+	}
+	teardown();
+	{
+		struct wbg_plan p = { 0 };
+		struct wbg_inode_key k = { .ino = 5, .dev = (8 << 20) | 1 };
+
+		p.t = calloc(2, sizeof(*p.t));
+		p.t[p.n++] = (struct wbg_plan_target){ .dev = makedev(8, 1), .use_inodes = true };
+		p.t[p.n++] = (struct wbg_plan_target){ .dev = makedev(8, 2) };
+		CHECK(plan_add_inode(&p, &k) == 1 && plan_add_inode(&p, &k) == 0 && p.t[0].n_inodes == 1,
+		      "plan_add_inode: into its filesystem's per-inode target, once");
+		k.dev = (8 << 20) | 2;
+		CHECK(plan_add_inode(&p, &k) == 0 && p.t[1].n_inodes == 0, "a syncfs target covers it already");
+		plan_free(&p);
+	}
+
 	/* evidence during the cleanup batch wins, and leaves the batch */
 	setup(true);
 	h = watched(8, "k/batch");
 	id = h->id;
 	advance(x.now + S + 1);
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "drained: on the cleanup batch");
-	CHECK(handovers_evidence(&hs, 8, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
+	CHECK(handovers_evidence(&hs, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
 		      hs.cleanup_head == NULL,
 	      "evidence during the batch: flushed at once, off the batch");
 	job_done(id, 0);
@@ -126,7 +153,7 @@ static void test_max_age(void)
 	setup(true);
 	x.wb_dirty[x.n_wb_dirty++] = 4;
 	h = watched(4, "k/slow");
-	(void)handovers_evidence(&hs, 4, &owner);
+	(void)handovers_evidence(&hs, 4, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
 	CHECK(h->phase == WBG_PHASE_WATCHED && hs.n_watched == 1, "flushed, still dirty: watched again");
@@ -158,13 +185,13 @@ static void test_no_wbstats(void)
 	x.no_wbstats = true;
 	h = watched(5, "k/stalled");
 	x.now += S;
-	(void)handovers_evidence(&hs, 5, &owner);
+	(void)handovers_evidence(&hs, 5, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + S);
 	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
 	      "flushed, and nothing can say whether it ended: watched for the stall only");
 	x.now += S;
-	(void)handovers_evidence(&hs, 5, &owner);
+	(void)handovers_evidence(&hs, 5, NULL, &owner);
 	CHECK(x.n_sub == 2, "the stall again: flushed again");
 	job_done(h->id, 0);
 	advance(x.now + S);
@@ -230,7 +257,7 @@ static void test_bounds(void)
 	{
 		const char *owner;
 
-		(void)handovers_evidence(&hs, 6, &owner);
+		(void)handovers_evidence(&hs, 6, NULL, &owner);
 	}
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
 	teardown();
@@ -254,7 +281,7 @@ static void test_flush_requests(void)
 		      strcmp(x.reply_outcome[2], "watched") == 0 && x.reply_id[2] == h->id,
 	      "after its removal (runtimes rmdir before poststop): watched, at once");
 	x.now += S;
-	(void)handovers_evidence(&hs, 40, &owner);
+	(void)handovers_evidence(&hs, 40, NULL, &owner);
 	CHECK(handovers_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
 		      hs.n_waiters == 1,
 	      "while its evidence flush runs: waited for");

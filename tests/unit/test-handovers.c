@@ -295,10 +295,10 @@ static void test_on_evidence(void)
 	x.wb_dirty[x.n_wb_dirty++] = 700;
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
-	CHECK(handovers_evidence(&hs, 700, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
+	CHECK(handovers_evidence(&hs, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
 		      x.sub[0].mode == FLUSH_MODE_EVIDENCE && x.last_plan_inodes,
 	      "evidence: its own inodes flushed at once, evidence mode");
-	CHECK(handovers_evidence(&hs, 999, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
+	CHECK(handovers_evidence(&hs, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
 	x.n_wb_dirty = 0;
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
