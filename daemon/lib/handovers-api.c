@@ -32,7 +32,7 @@ static void waiter_free(struct wbg_handovers *hs, struct wbg_waiter *w)
 		*p = w->next;
 		hs->n_waiters--;
 	}
-	hs->ops->call_unref(hs->userdata, w->call);
+	hs->ops->audience->call_unref(hs->userdata, w->call);
 	free(w);
 }
 
@@ -46,7 +46,7 @@ void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h, co
 		next = w->next;
 		if (w->handover_id != h->id)
 			continue;
-		hs->ops->reply(hs->userdata, w->call, h->id, outcome, h->reason);
+		hs->ops->audience->reply(hs->userdata, w->call, h->id, outcome, h->reason);
 		waiter_free(hs, w);
 	}
 }
@@ -69,7 +69,7 @@ void hs_waiters_expire(struct wbg_handovers *hs, uint64_t now)
 		next = w->next;
 		if (w->due > now)
 			continue;
-		hs->ops->reply(hs->userdata, w->call, w->handover_id, "pending",
+		hs->ops->audience->reply(hs->userdata, w->call, w->handover_id, "pending",
 			       "still flushing when the caller's timeout came");
 		waiter_free(hs, w);
 	}
@@ -156,7 +156,7 @@ static void match_active(const void *nodep, VISIT which, void *closure)
 
 static int answer(struct wbg_handovers *hs, void *call, const struct wbg_recent *r, uint64_t id)
 {
-	hs->ops->reply(hs->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
+	hs->ops->audience->reply(hs->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
 	return 1;
 }
 
@@ -191,11 +191,11 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 	case WBG_PHASE_WATCHED:
 		/* on-evidence: nothing is written until a live cgroup dirties
 		 * its files, which may be never: a watch is an answer */
-		hs->ops->reply(hs->userdata, call, h->id, "watched",
+		hs->ops->audience->reply(hs->userdata, call, h->id, "watched",
 			       "on-evidence: its dying wb is watched, and written when a live cgroup dirties its files");
 		return 1;
 	default: /* its flush is over (or there was none), or being checked */
-		hs->ops->reply(hs->userdata, call, h->id,
+		hs->ops->audience->reply(hs->userdata, call, h->id,
 			       h->outcome != WBG_OUTCOME_PENDING ? wbg_outcome_to_string(h->outcome)
 			       : !h->was_watched		 ? "pending"
 			       : h->flushes			 ? "flushed"
@@ -204,7 +204,7 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 		return 1;
 	}
 	if (timeout_usec == 0) {
-		hs->ops->reply(hs->userdata, call, h->id, "pending", "not waited for");
+		hs->ops->audience->reply(hs->userdata, call, h->id, "pending", "not waited for");
 		return 1;
 	}
 	if (hs->n_waiters >= WBG_FLUSH_WAITERS_MAX)
@@ -212,7 +212,7 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	*w = (struct wbg_waiter){ .call = hs->ops->call_ref(hs->userdata, call), .handover_id = h->id,
+	*w = (struct wbg_waiter){ .call = hs->ops->audience->call_ref(hs->userdata, call), .handover_id = h->id,
 				  .due = hs_now(hs) + timeout_usec, .next = hs->waiters };
 	hs->waiters = w;
 	hs->n_waiters++;
@@ -232,7 +232,7 @@ int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *
 		return -ENOMEM;
 	h->t_removed = h->t_trigger;
 	id = h->id;
-	r = hs->ops->plan_recorded(hs->userdata, devs, bdev, n, &plan);
+	r = hs->ops->flusher->plan_recorded(hs->userdata, devs, bdev, n, &plan);
 	if (r < 0 || plan.n == 0) {
 		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 		h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
@@ -264,7 +264,7 @@ void handovers_stop(struct wbg_handovers *hs)
 	struct wbg_handover **v, **p;
 
 	while (hs->waiters) {
-		hs->ops->reply(hs->userdata, hs->waiters->call, hs->waiters->handover_id, "pending", "daemon stopping");
+		hs->ops->audience->reply(hs->userdata, hs->waiters->call, hs->waiters->handover_id, "pending", "daemon stopping");
 		waiter_free(hs, hs->waiters);
 	}
 	hs->stopping = true;

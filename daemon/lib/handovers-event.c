@@ -81,7 +81,7 @@ static void move_on(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_h
 		struct wbg_plan plan = { 0 };
 
 		h->replanned = true;
-		if (h->phase == WBG_PHASE_DEFERRED || hs->ops->plan(hs->userdata, c->id, c, false, &plan) >= 0)
+		if (h->phase == WBG_PHASE_DEFERRED || hs->ops->flusher->plan(hs->userdata, c->id, c, false, &plan) >= 0)
 			hs_step(hs, h, WBG_EVENT_EMPTIED, &plan);
 		plan_free(&plan);
 		/* the same targets again: counted once (h lives on: a
@@ -114,7 +114,7 @@ static enum wbg_event plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c,
 		/* Its set may be one the BPF LRU evicted (a tenant with many
 		 * cgroups): every filesystem, rather than dirty data left. */
 		hs->stats.plans_set_evicted++;
-		r = hs->ops->plan_mounts(hs->userdata, plan);
+		r = hs->ops->flusher->plan_mounts(hs->userdata, plan);
 		plan->source = "mounts (bpf set evicted)";
 		if (r >= 0 && plan->n > 0)
 			return WBG_EVENT_DIRTY;
@@ -170,7 +170,7 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
-	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->has_children(hs->userdata, c->path)) {
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->kernel->has_children(hs->userdata, c->path)) {
 		end_early(hs, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 		return id;
 	}
@@ -186,7 +186,7 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
-		r = hs->ops->read_dirty(hs->userdata, c->path, &dirty, &wb);
+		r = hs->ops->kernel->read_dirty(hs->userdata, c->path, &dirty, &wb);
 		if (r >= 0) {
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
@@ -198,7 +198,7 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
 
-	r = hs->ops->plan(hs->userdata, c->id, c, false, &plan);
+	r = hs->ops->flusher->plan(hs->userdata, c->id, c, false, &plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;

@@ -92,7 +92,7 @@ int hs_watch_add(struct wbg_handovers *hs, struct wbg_handover *h)
 	hs->watch_stats.added++;
 	/* Without the arming, no evidence comes: the drain and max_age still
 	 * cover it. */
-	r = hs->ops->arm(hs->userdata, h->cgroup_id, false);
+	r = hs->ops->kernel->arm(hs->userdata, h->cgroup_id, false);
 	if (r < 0)
 		log_debug_errno(r, "Cannot arm the evidence of %s: its drain and max_age still cover it", h->path);
 	log_debug("Watching the dying wb of %s (id %" PRIu64 ")", h->path, h->cgroup_id);
@@ -122,8 +122,8 @@ void hs_watch_remove(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_
 	hs->watched[i] = hs->watched[--hs->n_watched];
 	h->watch = false;
 	hs->watch_stats.ended[watch_end(h, event)]++;
-	hs->ops->disarm(hs->userdata, h->cgroup_id);
-	hs->ops->forget(hs->userdata, h->cgroup_id);
+	hs->ops->kernel->disarm(hs->userdata, h->cgroup_id);
+	hs->ops->kernel->forget(hs->userdata, h->cgroup_id);
 }
 
 void hs_watch_outcome(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event)
@@ -222,7 +222,7 @@ void hs_watch_tick(struct wbg_handovers *hs, uint64_t now)
 	hs->watch_due = 0;
 	if (hs->n_watched == 0)
 		return;
-	known = hs->ops->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;
+	known = hs->ops->kernel->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;
 	/* backwards: a step that ends one moves the last entry, already
 	 * looked at, into its place */
 	for (size_t i = hs->n_watched; i-- > 0;) {

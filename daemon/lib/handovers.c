@@ -21,7 +21,7 @@
 
 uint64_t hs_now(const struct wbg_handovers *hs)
 {
-	return hs->ops->now(hs->userdata);
+	return hs->ops->clock->now(hs->userdata);
 }
 
 struct wbg_handover *hs_find(const struct wbg_handovers *hs, uint64_t id)
@@ -77,7 +77,7 @@ void hs_reschedule(struct wbg_handovers *hs)
 	EARLIER(hs->watch_due);
 #undef EARLIER
 	if (next)
-		hs->ops->schedule(hs->userdata, next);
+		hs->ops->clock->schedule(hs->userdata, next);
 }
 
 static void in_flight_remove(struct wbg_handovers *hs, struct wbg_handover *h)
@@ -144,14 +144,14 @@ static void retire(struct wbg_handovers *hs, struct wbg_handover *h)
 	if (tdelete(h, &hs->active, cmp_leading_u64))
 		hs->n_active--;
 	if (h->pending_saved)
-		hs->ops->pending_drop(hs->userdata, h->id);
+		hs->ops->flusher->pending_drop(hs->userdata, h->id);
 	hs->stats.by[h->trigger][h->outcome]++;
 	containers_names(hs->containers, h->path, &names);
 	o = handover_to_json(h, &names);
 	json = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 	if (!json)
 		log_oom();
-	hs->ops->ended(hs->userdata, h, json ? json : "{}");
+	hs->ops->audience->ended(hs->userdata, h, json ? json : "{}");
 	hs_reply_waiters(hs, h, wbg_outcome_to_string(h->outcome));
 	hs_remember(hs, h, json ? json : "{}");
 	json_object_put(o);
@@ -193,7 +193,7 @@ static int submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_p
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->submit(hs->userdata, t, h->flush_inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER, h->id);
+		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER, h->id);
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -224,7 +224,7 @@ static int submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_p
  * restart redoes it; a failure costs only that. */
 static void save_pending(struct wbg_handovers *hs, struct wbg_handover *h, const struct wbg_plan *plan)
 {
-	if (!h->pending_saved && plan->n && hs->ops->pending_save(hs->userdata, h, plan) >= 0)
+	if (!h->pending_saved && plan->n && hs->ops->flusher->pending_save(hs->userdata, h, plan) >= 0)
 		h->pending_saved = true;
 }
 
@@ -233,13 +233,13 @@ static void save_pending(struct wbg_handovers *hs, struct wbg_handover *h, const
 static void flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
-	int r = hs->ops->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
+	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
 
 	h->flush_inodes = inodes;
 	hs->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
-		r = hs->ops->plan_mounts(hs->userdata, &plan);
+		r = hs->ops->flusher->plan_mounts(hs->userdata, &plan);
 		plan.source = "mounts";
 	}
 	/* the inode the writer is waiting on, whatever the LRU kept */
@@ -322,7 +322,7 @@ static void carry_out(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg
 		return;
 	}
 	if (actions & WBG_ACT_ARM_STALL && h->watch)
-		(void)hs->ops->arm(hs->userdata, h->cgroup_id, true);
+		(void)hs->ops->kernel->arm(hs->userdata, h->cgroup_id, true);
 	if (actions & WBG_ACT_NOTE_EVIDENCE)
 		h->evidence_pending = true;
 	if (actions & WBG_ACT_QUEUE_CLEANUP) {
@@ -407,7 +407,7 @@ static void run_cleanup(struct wbg_handovers *hs)
 	hs->cleanup_due = 0;
 	if (!h)
 		return;
-	r = hs->ops->cleanup(hs->userdata);
+	r = hs->ops->kernel->cleanup(hs->userdata);
 	if (r >= 0) {
 		hs->stats.cleanup_cycles++;
 		done = true;
@@ -431,7 +431,7 @@ static void run_verify(struct wbg_handovers *hs, uint64_t now)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;
 	size_t n = 0;
-	int r = hs->ops->dirty_cgroups(hs->userdata, &dirty, &n);
+	int r = hs->ops->kernel->dirty_cgroups(hs->userdata, &dirty, &n);
 
 	if (r == -ENOMEM)
 		log_oom();
@@ -448,7 +448,7 @@ static void timed_out(struct wbg_handovers *hs, struct wbg_handover *h)
 	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)hs->params.timeout_usec / 1e6);
 	/* a worker still inside it goes on waiting for the kernel, and
 	 * another thread takes its place */
-	hs->ops->timed_out(hs->userdata);
+	hs->ops->flusher->timed_out(hs->userdata);
 	h->outcome = WBG_OUTCOME_TIMEOUT;
 	h->reason = "flush timeout";
 	h->n_pending = 0;

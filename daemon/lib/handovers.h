@@ -50,10 +50,17 @@
  * writer's flushes fail every few seconds. */
 #define HS_QUIET_USEC (10ULL * 1000 * 1000)
 
-struct wbg_handovers_ops {
+/* The lifecycle's world, by concern: each table is small, and a fake of
+ * one concern leaves the others alone. One userdata for all. */
+struct wbg_clock_ops {
 	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */
 	/* Call handovers_tick() at usec, or sooner. */
 	void (*schedule)(void *userdata, uint64_t usec);
+};
+
+/* What to write, the pool that writes it, and the state dir's record of
+ * it. */
+struct wbg_flusher_ops {
 	/* What to flush for a cgroup: what it dirtied (c, while it is tracked,
 	 * may say what its mount namespace showed); inodes: its inode sets
 	 * too. plan_mounts: every filesystem. plan_recorded: what a previous
@@ -66,6 +73,13 @@ struct wbg_handovers_ops {
 	int (*submit)(void *userdata, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t handover_id);
 	/* A flush timed out: workers stuck in the kernel are replaced. */
 	void (*timed_out)(void *userdata);
+	/* The state dir's record of a flush in flight or a watch (pending.h). */
+	int (*pending_save)(void *userdata, const struct wbg_handover *h, const struct wbg_plan *plan);
+	void (*pending_drop)(void *userdata, uint64_t handover_id);
+};
+
+/* The kernel: memory.stat, cgroupfs, the scratch cycle, wb_stats, BPF. */
+struct wbg_kernel_ops {
 	/* memory.stat file_dirty and file_writeback of a live cgroup. */
 	int (*read_dirty)(void *userdata, const char *path, uint64_t *ret_dirty, uint64_t *ret_writeback);
 	bool (*has_children)(void *userdata, const char *path);
@@ -81,9 +95,10 @@ struct wbg_handovers_ops {
 	int (*arm)(void *userdata, uint64_t cgroup_id, bool stall_only);
 	void (*disarm)(void *userdata, uint64_t cgroup_id);
 	void (*forget)(void *userdata, uint64_t cgroup_id);
-	/* The state dir's record of a flush in flight (pending.h). */
-	int (*pending_save)(void *userdata, const struct wbg_handover *h, const struct wbg_plan *plan);
-	void (*pending_drop)(void *userdata, uint64_t handover_id);
+};
+
+/* Who hears how it went: the record, and API callers. */
+struct wbg_audience_ops {
 	/* The handover is over: json is its record. Called once, before it
 	 * is freed. */
 	void (*ended)(void *userdata, const struct wbg_handover *h, const char *json);
@@ -92,6 +107,13 @@ struct wbg_handovers_ops {
 	void (*reply)(void *userdata, void *call, uint64_t handover_id, const char *outcome, const char *reason);
 	void *(*call_ref)(void *userdata, void *call);
 	void (*call_unref)(void *userdata, void *call);
+};
+
+struct wbg_handovers_ops {
+	const struct wbg_clock_ops *clock;
+	const struct wbg_flusher_ops *flusher;
+	const struct wbg_kernel_ops *kernel;
+	const struct wbg_audience_ops *audience;
 };
 
 struct wbg_watch_params {

@@ -238,14 +238,22 @@ static void op_call_unref(void *userdata, void *call)
 	sd_bus_message_unref(call);
 }
 
-const struct wbg_handovers_ops manager_handovers_ops = {
+static const struct wbg_clock_ops clock_ops = {
 	.now = op_now,
 	.schedule = op_schedule,
+};
+
+static const struct wbg_flusher_ops flusher_ops = {
 	.plan = op_plan,
 	.plan_mounts = op_plan_mounts,
 	.plan_recorded = op_plan_recorded,
 	.submit = op_submit,
 	.timed_out = op_timed_out,
+	.pending_save = op_pending_save,
+	.pending_drop = op_pending_drop,
+};
+
+static const struct wbg_kernel_ops kernel_ops = {
 	.read_dirty = op_read_dirty,
 	.has_children = op_has_children,
 	.cleanup = op_cleanup,
@@ -253,13 +261,22 @@ const struct wbg_handovers_ops manager_handovers_ops = {
 	.arm = op_arm,
 	.disarm = op_disarm,
 	.forget = op_forget,
-	.pending_save = op_pending_save,
-	.pending_drop = op_pending_drop,
+};
+
+static const struct wbg_audience_ops audience_ops = {
 	.ended = op_ended,
 	.reply = op_reply,
 	.call_ref = op_call_ref,
 	.call_unref = op_call_unref,
 };
+
+const struct wbg_handovers_ops manager_handovers_ops = {
+	.clock = &clock_ops,
+	.flusher = &flusher_ops,
+	.kernel = &kernel_ops,
+	.audience = &audience_ops,
+};
+
 
 /* Without wb_stats a wb counts as drained after the kernel's own expiry
  * and one writeback interval, with room to spare. */

@@ -175,14 +175,22 @@ static void f_call_unref(void *u, void *call)
 	x.refs[call_index(call)]--;
 }
 
-const struct wbg_handovers_ops ops = {
+static const struct wbg_clock_ops clock_ops = {
 	.now = f_now,
 	.schedule = f_schedule,
+};
+
+static const struct wbg_flusher_ops flusher_ops = {
 	.plan = f_plan,
 	.plan_mounts = f_plan_mounts,
 	.plan_recorded = f_plan_recorded,
 	.submit = f_submit,
 	.timed_out = f_timed_out,
+	.pending_save = f_pending_save,
+	.pending_drop = f_pending_drop,
+};
+
+static const struct wbg_kernel_ops kernel_ops = {
 	.read_dirty = f_read_dirty,
 	.has_children = f_has_children,
 	.cleanup = f_cleanup,
@@ -190,13 +198,22 @@ const struct wbg_handovers_ops ops = {
 	.arm = f_arm,
 	.disarm = f_disarm,
 	.forget = f_forget,
-	.pending_save = f_pending_save,
-	.pending_drop = f_pending_drop,
+};
+
+static const struct wbg_audience_ops audience_ops = {
 	.ended = f_ended,
 	.reply = f_reply,
 	.call_ref = f_call_ref,
 	.call_unref = f_call_unref,
 };
+
+const struct wbg_handovers_ops ops = {
+	.clock = &clock_ops,
+	.flusher = &flusher_ops,
+	.kernel = &kernel_ops,
+	.audience = &audience_ops,
+};
+
 
 struct wbg_registry reg;
 struct wbg_containers containers;
