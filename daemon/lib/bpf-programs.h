@@ -99,7 +99,7 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))
 #define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))
 
-/* On-evidence flushing (handovers.h): whether this kernel's foreign-dirtying
+/* On-evidence flushing (lifecycle.h): whether this kernel's foreign-dirtying
  * program and the lifecycle ring are attached, so that a watched dying
  * cgroup's evidence arrives; arm (again) and forget one. Arming a full map
  * gives -E2BIG. */

@@ -17,7 +17,7 @@
 enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF };
 enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
 /* eager: every removal with dirty data flushes it before rmdir.
- * on-evidence: a removal is only watched (handovers.h); its data is flushed
+ * on-evidence: a removal is only watched (lifecycle.h); its data is flushed
  * when a live cgroup dirties one of its inodes, or never. */
 enum wbg_flush_mode { WBG_FLUSH_ON_EVIDENCE, WBG_FLUSH_EAGER };
 

@@ -50,8 +50,8 @@ enum wbg_outcome {
 
 struct wbg_handover {
 	uint64_t id;
-	enum wbg_phase phase; /* changed by handovers' step alone (handover-phase.h) */
-	/* on the cleanup or verify batch (handovers.h), by its phase */
+	enum wbg_phase phase; /* changed by the lifecycle's step alone (handover-phase.h) */
+	/* on the cleanup or verify batch (lifecycle.h), by its phase */
 	struct wbg_handover *queue_prev, *queue_next;
 	struct wbg_handover *in_flight_next; /* FLUSHING: its timeout is due at t_timeout */
 	uint64_t t_timeout;
@@ -76,7 +76,7 @@ struct wbg_handover {
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
 	bool flush_inodes;           /* its current flush writes its inodes only (evidence) */
-	/* on-evidence: its place in the watch table (handovers.h) */
+	/* on-evidence: its place in the watch table (lifecycle.h) */
 	bool watch;                  /* in the table now */
 	bool was_watched;            /* ever: its record says how the watch went */
 	bool evidence_pending;       /* evidence came during a flush or within reflush_sec of one */

@@ -43,7 +43,7 @@ void metrics_write(const struct manager *m, FILE *f)
 	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
 						.per_cgroup = m->cfg.metrics_per_cgroup };
 
-	handovers_metrics(f, &m->handovers);
+	lifecycle_metrics(f, &m->lifecycle);
 	watch_metrics(f, &m->watch);
 	flush_pool_metrics(f, m->pool);
 	records_metrics(f, &m->records);

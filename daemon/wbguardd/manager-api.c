@@ -24,7 +24,7 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 	 * then known. */
 	if (watch_process(&m->watch) == -ENOMEM)
 		return -ENOMEM;
-	r = handovers_flush_request(&m->handovers, registry_find_path(&m->reg, rel), rel, timeout_usec, call);
+	r = lifecycle_flush_request(&m->lifecycle, registry_find_path(&m->reg, rel), rel, timeout_usec, call);
 	if (r == -ENOENT)
 		return sd_bus_error_setf(error, "io.wbguard1.NoSuchCgroup",
 					 "wbguardd does not track /%s and has no recent handover of it", rel);

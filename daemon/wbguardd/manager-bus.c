@@ -169,8 +169,8 @@ static int method_handovers(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	if (r >= 0)
 		r = sd_bus_message_open_container(reply, 'a', "s");
 	/* oldest first, as in handovers.jsonl */
-	for (uint64_t i = handovers_recent_first(&m->handovers, limit); r >= 0 && i < m->handovers.n_recent; i++) {
-		const struct wbg_recent *rec = handovers_recent_at(&m->handovers, i);
+	for (uint64_t i = lifecycle_recent_first(&m->lifecycle, limit); r >= 0 && i < m->lifecycle.n_recent; i++) {
+		const struct wbg_recent *rec = lifecycle_recent_at(&m->lifecycle, i);
 
 		r = sd_bus_message_append(reply, "s", rec && rec->json ? rec->json : "{}");
 	}
@@ -234,9 +234,9 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		wbg_verdict_to_string(m->verdicts.dying_wb), "bdev_foreign_flush", "s",
 		wbg_verdict_to_string(m->verdicts.bdev_flush), "mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL,
 		"system_bus", "b", m->bus_name_owned, "tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
-		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->handovers.n_active,
-		"handovers_total", "t", handovers_total(&m->handovers), "flushed_device_bytes", "t",
-		m->handovers.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
+		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->lifecycle.n_active,
+		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",
+		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
 }
 
 static int property_verdict(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -270,9 +270,9 @@ static int property_counter(sd_bus *bus, const char *path, const char *interface
 	else if (strcmp(property, "RegisteredContainers") == 0)
 		v = containers_count(&m->containers);
 	else if (strcmp(property, "FlushedDeviceBytes") == 0)
-		v = m->handovers.stats.flushed_device_bytes;
+		v = m->lifecycle.stats.flushed_device_bytes;
 	else
-		v = handovers_total(&m->handovers);
+		v = lifecycle_total(&m->lifecycle);
 	return sd_bus_message_append(reply, "t", v);
 }
 
@@ -324,7 +324,7 @@ static bool call_on_bus(void *call, const void *bus)
 void manager_bus_closed(sd_bus *bus, void *userdata)
 {
 	struct manager *m = userdata;
-	unsigned n = handovers_drop_waiters(&m->handovers, call_on_bus, bus);
+	unsigned n = lifecycle_drop_waiters(&m->lifecycle, call_on_bus, bus);
 
 	if (n)
 		log_debug("Dropped %u flush waiter(s) of a control connection that closed", n);

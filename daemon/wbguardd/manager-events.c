@@ -42,7 +42,7 @@ static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
  * watched (it says what to flush on evidence). */
 static void forget_dirtied(struct manager *m, uint64_t id)
 {
-	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !handovers_watching(&m->handovers, id))
+	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !lifecycle_watching(&m->lifecycle, id))
 		(void)wbg_bpf_forget_cgroup(m->bpf, id);
 }
 
@@ -66,13 +66,13 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 		return 0;
 	case WBG_LIFE_RELEASE:
 		series_released(&m->series, e->cgroup_id);
-		handovers_released(&m->handovers, e->cgroup_id);
+		lifecycle_released(&m->lifecycle, e->cgroup_id);
 		return 0;
 	case WBG_LIFE_EVIDENCE: {
 		struct wbg_inode_key k = { .cgroup_id = e->cgroup_id, .ino = e->ino, .dev = e->dev, .gen = e->gen };
 
 		/* level 1: the -ENOENT sign, which names no inode */
-		if (handovers_evidence(&m->handovers, e->cgroup_id, e->level == 1 ? NULL : &k, &owner) < 0)
+		if (lifecycle_evidence(&m->lifecycle, e->cgroup_id, e->level == 1 ? NULL : &k, &owner) < 0)
 			log_debug("Foreign dirtying of a dying wb of cgroup %" PRIu64 " no longer watched",
 				  (uint64_t)e->cgroup_id);
 		else if (e->level == 1)
@@ -91,14 +91,14 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 	expiry_cgroup_gone(&m->expiry, e->cgroup_id);
 	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
 	series_departed(&m->series, e->cgroup_id, path);
-	if (registry_find_id(&m->reg, e->cgroup_id) || handovers_recently_started(&m->handovers, e->cgroup_id))
+	if (registry_find_id(&m->reg, e->cgroup_id) || lifecycle_recently_started(&m->lifecycle, e->cgroup_id))
 		return 0;
 	if (!watch_in_scope(&m->watch, path, &ancestor_only) || ancestor_only)
 		return 0;
 	tmp.path = path;
 	tmp.in_scope = true;
 	cgroup_identity_parse(path, &tmp.ident);
-	(void)handovers_event(&m->handovers, &tmp, WBG_TRIGGER_RMDIR_BPF);
+	(void)lifecycle_event(&m->lifecycle, &tmp, WBG_TRIGGER_RMDIR_BPF);
 	forget_dirtied(m, tmp.id);
 	return 0;
 }
@@ -120,12 +120,12 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 
 	if (!populated) {
 		expiry_cgroup_emptied(&m->expiry, c->id);
-		(void)handovers_event(&m->handovers, c, WBG_TRIGGER_POPULATED_0);
+		(void)lifecycle_event(&m->lifecycle, c, WBG_TRIGGER_POPULATED_0);
 		return;
 	}
 	note_mount_namespace(m, c);
 	expiry_cgroup_populated(&m->expiry, c);
-	handovers_repopulated(&m->handovers, c);
+	lifecycle_repopulated(&m->lifecycle, c);
 }
 
 static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
@@ -134,7 +134,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 
 	series_departed(&m->series, c->id, c->path);
 	expiry_cgroup_gone(&m->expiry, c->id);
-	(void)handovers_event(&m->handovers, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
+	(void)lifecycle_event(&m->lifecycle, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
 	forget_dirtied(m, c->id);
 }
 
@@ -175,7 +175,7 @@ static void on_job(void *userdata, const char *unit)
 	struct wbg_cgroup *c = find_unit(m, unit);
 
 	if (c && c->populated && !c->handover)
-		(void)handovers_event(&m->handovers, c, WBG_TRIGGER_STOP_JOB);
+		(void)lifecycle_event(&m->lifecycle, c, WBG_TRIGGER_STOP_JOB);
 }
 
 static void on_job_type(void *userdata, const char *unit, const char *type)
@@ -184,7 +184,7 @@ static void on_job_type(void *userdata, const char *unit, const char *type)
 	struct wbg_cgroup *c = find_unit(m, unit);
 
 	if (c)
-		handovers_job_type(&m->handovers, c, type);
+		lifecycle_job_type(&m->lifecycle, c, type);
 }
 
 static void on_stopping(void *userdata, const char *cgroup_path)
@@ -199,7 +199,7 @@ static void on_stopping(void *userdata, const char *cgroup_path)
 		log_debug("Stop of %s: not a tracked cgroup", cgroup_path);
 		return;
 	}
-	(void)handovers_event(&m->handovers, c, WBG_TRIGGER_STOP_JOB);
+	(void)lifecycle_event(&m->lifecycle, c, WBG_TRIGGER_STOP_JOB);
 }
 
 const struct wbg_systemd_ops manager_systemd_ops = {

@@ -13,7 +13,7 @@
 #include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "handover.h"
-#include "handovers.h"
+#include "lifecycle.h"
 #include "flush-ops.h"
 #include "flush-pool.h"
 #include "log.h"
@@ -62,7 +62,7 @@ void manager_refresh_verdict(struct manager *m)
 		log_info("Mitigation %s (mode auto, dying-wb fallback %s)", on ? "on" : "off",
 			 wbg_verdict_to_string(m->verdicts.dying_wb));
 	}
-	handovers_set_mitigating(&m->handovers, m->mitigating);
+	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
 }
 
 static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -74,11 +74,11 @@ static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_handovers_due(sd_event_source *s, uint64_t usec, void *userdata)
+static int on_lifecycle_due(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
-	handovers_tick(&m->handovers);
+	lifecycle_tick(&m->lifecycle);
 	return 0;
 }
 
@@ -130,7 +130,7 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	struct flush_job *j;
 
 	while ((j = flush_pool_take_done(m->pool))) {
-		handovers_job_done(&m->handovers, j);
+		lifecycle_job_done(&m->lifecycle, j);
 		expiry_job_done(&m->expiry, j);
 		flush_job_free(j);
 	}
@@ -139,7 +139,7 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 int manager_reload(struct manager *m)
 {
-	struct wbg_handovers_params p;
+	struct wbg_lifecycle_params p;
 	struct wbg_config c;
 	int r;
 
@@ -156,8 +156,8 @@ int manager_reload(struct manager *m)
 	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);
 	if (m->pool)
 		flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
-	p = manager_handovers_params(m);
-	handovers_set_params(&m->handovers, &p);
+	p = manager_lifecycle_params(m);
+	lifecycle_set_params(&m->lifecycle, &p);
 	log_info("Reloaded %s", m->config_path);
 	return 0;
 }
@@ -249,7 +249,7 @@ static int start_signals(struct manager *m)
 static int start_lifecycle(struct manager *m)
 {
 	_cleanup_free_ char *tracing = NULL;
-	struct wbg_handovers_params p;
+	struct wbg_lifecycle_params p;
 	struct wbg_evidence e = { 0 };
 	int r;
 
@@ -262,9 +262,9 @@ static int start_lifecycle(struct manager *m)
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
-	p = manager_handovers_params(m);
-	handovers_init(&m->handovers, &p, &m->reg, &m->containers, &manager_handovers_ops, m);
-	r = timer_new_off(m->event, &m->handovers_source, 10 * 1000, on_handovers_due, m);
+	p = manager_lifecycle_params(m);
+	lifecycle_init(&m->lifecycle, &p, &m->reg, &m->containers, &manager_lifecycle_ops, m);
+	r = timer_new_off(m->event, &m->lifecycle_source, 10 * 1000, on_lifecycle_due, m);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->verdict_source, CLOCK_MONOTONIC, VERDICT_REFRESH_USEC,
 					       1000 * 1000, on_verdict_timer, m);
@@ -281,9 +281,9 @@ static int start_lifecycle(struct manager *m)
  * comes on the ring), and the mode in effect said. */
 static void start_flush_mode(struct manager *m)
 {
-	struct wbg_handovers_params p = manager_handovers_params(m);
+	struct wbg_lifecycle_params p = manager_lifecycle_params(m);
 
-	handovers_set_params(&m->handovers, &p);
+	lifecycle_set_params(&m->lifecycle, &p);
 	if (m->cfg.flush_mode == WBG_FLUSH_EAGER)
 		log_info("Flush mode: eager (every removal with dirty data is flushed)");
 	else if (p.on_evidence)
@@ -336,9 +336,9 @@ static int start_watch(struct manager *m)
 	r = watch_rescan(&m->watch);
 	if (r < 0)
 		return r;
-	r = recover_pending(&m->handovers, m->cfg.state_dir, &covered, &n_covered);
+	r = recover_pending(&m->lifecycle, m->cfg.state_dir, &covered, &n_covered);
 	if (r != -ENOMEM)
-		r = recover_dying(&m->handovers, m->debugfs, m->cfg.cgroup_root, m->cfg.max_depth, covered, n_covered);
+		r = recover_dying(&m->lifecycle, m->debugfs, m->cfg.cgroup_root, m->cfg.max_depth, covered, n_covered);
 	if (r == -ENOMEM)
 		return r;
 	arm_watch_retry(m);
@@ -395,7 +395,7 @@ int manager_start(struct manager *m)
 	if (mkdir(m->cfg.state_dir, 0755) < 0 && errno != EEXIST)
 		log_warning_errno(errno, "Cannot create %s", m->cfg.state_dir);
 	/* above every id a previous run reserved or left pending */
-	handovers_open_ids(&m->handovers, m->cfg.state_dir, pending_max_id(m->cfg.state_dir));
+	lifecycle_open_ids(&m->lifecycle, m->cfg.state_dir, pending_max_id(m->cfg.state_dir));
 	r = expiry_start(&m->expiry, &(struct wbg_expiry_deps){ .event = m->event, .cfg = &m->cfg, .bpf = m->bpf,
 								 .pool = m->pool, .reg = &m->reg,
 								 .containers = &m->containers, .host = &m->host,
@@ -443,8 +443,8 @@ struct manager *manager_free(struct manager *m)
 	(void)sd_notify(false, "STOPPING=1");
 	/* Every handover recorded as it stands (flushing or watched ones as
 	 * interrupted: the next start redoes them), its callers answered. */
-	if (m->handovers.ops)
-		handovers_stop(&m->handovers);
+	if (m->lifecycle.ops)
+		lifecycle_stop(&m->lifecycle);
 	config_watch_stop(&m->config_watch);
 	control_stop(&m->control);
 	watch_systemd_stop(&m->systemd);
@@ -452,7 +452,7 @@ struct manager *manager_free(struct manager *m)
 	m->watch_retry_source = sd_event_source_disable_unref(m->watch_retry_source);
 	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
 	m->verdict_source = sd_event_source_disable_unref(m->verdict_source);
-	m->handovers_source = sd_event_source_disable_unref(m->handovers_source);
+	m->lifecycle_source = sd_event_source_disable_unref(m->lifecycle_source);
 	m->rmdir_source = sd_event_source_disable_unref(m->rmdir_source);
 	m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
 	m->pool_source = sd_event_source_disable_unref(m->pool_source);

@@ -5,7 +5,7 @@
  * expiry and the series of removed cgroups), the BPF programs and their
  * ring, the flush pool, the host's mounts and devices, systemd, the control
  * socket, the metrics endpoint and textfile. The decisions are in the parts
- * (handovers.h, expiry.h...); this is the switchboard.
+ * (lifecycle.h, expiry.h...); this is the switchboard.
  */
 #pragma once
 
@@ -19,7 +19,7 @@
 #include "containers.h"
 #include "control.h"
 #include "expiry.h"
-#include "handovers.h"
+#include "lifecycle.h"
 #include "host.h"
 #include "metrics-http.h"
 #include "records.h"
@@ -50,7 +50,7 @@ struct manager {
 	struct wbg_host host;
 	struct wbg_scratch scratch;
 	struct wbg_verdicts verdicts;
-	struct wbg_handovers handovers;
+	struct wbg_lifecycle lifecycle;
 	struct wbg_records records;
 	struct wbg_containers containers;
 	struct wbg_series series;
@@ -67,7 +67,7 @@ struct manager {
 	sd_event_source *name_retry_source;
 
 	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *rmdir_source;
-	sd_event_source *handovers_source, *verdict_source;
+	sd_event_source *lifecycle_source, *verdict_source;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
@@ -104,9 +104,9 @@ extern const struct wbg_systemd_ops manager_systemd_ops;
 struct wbg_rmdir_event;
 int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
 
-/* The handover lifecycle's world (manager-handovers.c). */
-extern const struct wbg_handovers_ops manager_handovers_ops;
-struct wbg_handovers_params manager_handovers_params(const struct manager *m);
+/* The handover lifecycle's world (manager-lifecycle.c). */
+extern const struct wbg_lifecycle_ops manager_lifecycle_ops;
+struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m);
 
 /* The whole exposition, as a scrape sees it (exposition.c). */
 void metrics_write(const struct manager *m, FILE *f);

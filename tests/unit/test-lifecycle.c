@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The handover lifecycle (handovers.h) against a pretend world: a clock
+/* The handover lifecycle (lifecycle.h) against a pretend world: a clock
  * the test moves, a pool whose jobs end when the test says, memory.stat
  * and wb_stats as the test sets them, and the records, replies and state
  * dir calls it sees. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "handovers-world.h"
+#include "lifecycle-world.h"
 #include "tap.h"
 static void test_eager(void)
 {
@@ -20,12 +20,12 @@ static void test_eager(void)
 	setup(false);
 	a = cgroup(100, "kubepods/a");
 	b = cgroup(101, "kubepods/b");
-	ida = handovers_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	ida = lifecycle_event(&hs, a, WBG_TRIGGER_POPULATED_0);
 	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].mode == FLUSH_MODE_HANDOVER,
 	      "eager: populated 0 with dirty data submits its plan at once");
 	CHECK(x.pending_saves == 1 && hs.n_active == 1, "eager: its pending record is saved while the flush runs");
 	CHECK(x.scheduled == x.now + 30 * S, "eager: the one timer is due at its flush timeout");
-	(void)handovers_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, b, WBG_TRIGGER_POPULATED_0);
 	job_done(ida, 0);
 	CHECK(x.ended == 0 && a->handover, "eager: flushed before its removal: the handover waits for the rmdir");
 	removed(a);
@@ -55,7 +55,7 @@ static void test_dying_still_dirty(void)
 
 	setup(false);
 	a = cgroup(200, "k/a");
-	id = handovers_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&hs, a, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(a);
 	x.wb_dirty[x.n_wb_dirty++] = 200;
@@ -72,7 +72,7 @@ static void test_early_ends(void)
 	setup(false);
 	c = cgroup(300, "k/clean");
 	x.dirty = 0;
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && c->settled && x.n_sub == 0,
 	      "nothing dirty: clean at once, no flush, settled");
 	removed(c);
@@ -81,34 +81,34 @@ static void test_early_ends(void)
 	x.dirty = 4096;
 	x.children = true;
 	c = cgroup(301, "k/pod");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_CHILDREN, "a parent with child cgroups: children");
 	x.children = false;
 
-	handovers_set_mitigating(&hs, false);
+	lifecycle_set_mitigating(&hs, false);
 	c = cgroup(302, "k/off");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 3 && x.last_outcome == WBG_OUTCOME_DISABLED && strcmp(x.last_reason, "mitigation off") == 0,
 	      "mitigation off: disabled, nothing flushed");
 	c->populated = true;
 	c->settled = false;
 	x.calls[0] = 0;
-	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
 	      "mitigation off: an API request flushes all the same");
-	handovers_set_mitigating(&hs, true);
+	lifecycle_set_mitigating(&hs, true);
 	teardown();
 
 	setup(false);
 	hs.params.flush = false;
 	c = cgroup(303, "k/noflush");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DISABLED && x.n_sub == 0, "[flush] enable = no: disabled");
 	teardown();
 
 	setup(false);
 	x.plan_result = -ENOMEM;
 	c = cgroup(304, "k/badplan");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && strcmp(x.last_reason, "planning failed") == 0,
 	      "a plan that fails: failed, with its reason");
 	teardown();
@@ -123,12 +123,12 @@ static void test_empty_plans(void)
 	setup(false);
 	pod = cgroup(400, "kubepods/pod1");
 	ctr = cgroup(401, "kubepods/pod1/ctr");
-	id = handovers_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
 	x.plan_targets = 0;
 	x.own_set_missing = true;
-	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_CHILDREN && x.last_trigger == WBG_TRIGGER_POPULATED_0 &&
 		      strstr(x.last_reason, "removed child cgroups"),
 	      "a pod cgroup whose container was just removed, dirtied nothing itself: children");
@@ -139,7 +139,7 @@ static void test_empty_plans(void)
 	x.own_set_missing = true;
 	x.set_maybe_evicted = true;
 	pod = cgroup(410, "kubepods/evicted");
-	id = handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.n_sub == 2 && hs.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
 	job_done(id, 0);
 	job_done(id, 0); /* one job per filesystem */
@@ -153,7 +153,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.n_excluded = 1;
 	pod = cgroup(420, "k/nfs");
-	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own && strstr(x.last_reason, "exclude_fstypes"),
 	      "only excluded filesystems: no-targets, no boost");
 	teardown();
@@ -162,7 +162,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.own_set_missing = true;
 	pod = cgroup(430, "k/notown");
-	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own,
 	      "dirty pages charged to it that are not its own writes: no-targets, no boost");
 	removed(pod);
@@ -173,7 +173,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.dirty_result = -ENOENT; /* gone before its populated 0 was read */
 	pod = cgroup(440, "k/quick");
-	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	removed(pod);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN,
 	      "nothing recorded of a cgroup gone at once: one clean record, not one per event");
@@ -187,7 +187,7 @@ static void test_timeout(void)
 
 	setup(false);
 	c = cgroup(500, "k/hung");
-	id = handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	advance(x.now + 29 * S);
 	CHECK(x.timed_out == 0, "no timeout before timeout_sec");
 	advance(x.now + 2 * S);
@@ -204,7 +204,7 @@ static void test_timeout(void)
 	setup(false);
 	x.submit_result = -EBUSY;
 	c = cgroup(501, "k/busy");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && !c->settled,
 	      "a target that takes no more flushes: failed at once (its removal tries again)");
 	teardown();
@@ -217,10 +217,10 @@ static void test_waiters(void)
 
 	setup(false);
 	c = cgroup(600, "k/live");
-	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
 		      x.refs[1] == 1 && hs.n_waiters == 1,
 	      "FlushCgroup on a live cgroup: an api handover, its caller waits");
-	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[2]) == 1 && hs.n_waiters == 2 && x.n_sub == 1,
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[2]) == 1 && hs.n_waiters == 2 && x.n_sub == 1,
 	      "a second caller waits for the same flush");
 	id = c->handover->id;
 	job_done(id, 0);
@@ -229,15 +229,15 @@ static void test_waiters(void)
 	      "the flush done: each caller answered once, flushed, with the handover's id, and released");
 	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_API && !c->handover,
 	      "an api handover of a live cgroup ends with its flush");
-	CHECK(handovers_flush_request(&hs, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
+	CHECK(lifecycle_flush_request(&hs, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
 		      x.reply_id[3] == id,
 	      "asked again for a cgroup no longer tracked: answered from the recent records");
-	CHECK(handovers_flush_request(&hs, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
+	CHECK(lifecycle_flush_request(&hs, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
 	      "a cgroup never seen: -ENOENT, no reply");
 
 	d = cgroup(601, "k/slow");
-	(void)handovers_flush_request(&hs, d, d->path, 2 * S, &x.calls[5]);
-	(void)handovers_flush_request(&hs, d, d->path, 0, &x.calls[6]);
+	(void)lifecycle_flush_request(&hs, d, d->path, 2 * S, &x.calls[5]);
+	(void)lifecycle_flush_request(&hs, d, d->path, 0, &x.calls[6]);
 	CHECK(x.replies[6] == 1 && strcmp(x.reply_outcome[6], "pending") == 0, "timeout 0: answered pending at once");
 	advance(x.now + 2 * S);
 	CHECK(x.replies[5] == 1 && strcmp(x.reply_outcome[5], "pending") == 0 && x.refs[5] == 0,
@@ -247,9 +247,9 @@ static void test_waiters(void)
 
 	d = cgroup(602, "k/many");
 	for (int i = 10; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
-		(void)handovers_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]);
+		(void)lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]);
 	CHECK(hs.n_waiters == WBG_FLUSH_WAITERS_MAX &&
-		      handovers_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
+		      lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
 	      "the waiter table is bounded: the next caller gets -EBUSY");
 	teardown();
 	CHECK(x.replies[10] == 1 && strcmp(x.reply_outcome[10], "pending") == 0 && x.refs[10] == 0,
@@ -268,8 +268,8 @@ static void test_drop_waiters(void)
 	setup(false);
 	c = cgroup(650, "k/dropped");
 	for (int i = 20; i < 24; i++)
-		(void)handovers_flush_request(&hs, c, c->path, 60 * S, &x.calls[i]);
-	CHECK(handovers_drop_waiters(&hs, even_call, NULL) == 2 && hs.n_waiters == 2 && x.refs[20] == 0 &&
+		(void)lifecycle_flush_request(&hs, c, c->path, 60 * S, &x.calls[i]);
+	CHECK(lifecycle_drop_waiters(&hs, even_call, NULL) == 2 && hs.n_waiters == 2 && x.refs[20] == 0 &&
 		      x.replies[20] == 0 && x.refs[21] == 1,
 	      "a closed connection's callers go, unanswered; the others stay");
 	job_done(c->handover->id, 0);
@@ -285,20 +285,20 @@ static void test_on_evidence(void)
 
 	setup(true);
 	c = cgroup(700, "k/ev");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.n_sub == 0 && c->handover && c->handover->phase == WBG_PHASE_DEFERRED,
 	      "on-evidence: populated 0 flushes nothing (deferred)");
 	h = c->handover;
 	removed(c);
-	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && handovers_watching(&hs, 700),
+	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && lifecycle_watching(&hs, 700),
 	      "its removal: watched, BPF armed, still no I/O");
 	x.wb_dirty[x.n_wb_dirty++] = 700;
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
-	CHECK(handovers_evidence(&hs, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
+	CHECK(lifecycle_evidence(&hs, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
 		      x.sub[0].mode == FLUSH_MODE_EVIDENCE && x.last_plan_inodes,
 	      "evidence: its own inodes flushed at once, evidence mode");
-	CHECK(handovers_evidence(&hs, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
+	CHECK(lifecycle_evidence(&hs, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
 	x.n_wb_dirty = 0;
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
@@ -310,7 +310,7 @@ static void test_on_evidence(void)
 
 	setup(true);
 	c = cgroup(710, "k/quiet");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
 	advance(x.now + 3 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.n_sub == 0,
@@ -319,8 +319,8 @@ static void test_on_evidence(void)
 
 	setup(true);
 	c = cgroup(720, "k/again");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	handovers_repopulated(&hs, c);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	lifecycle_repopulated(&hs, c);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && !c->handover && x.n_sub == 0,
 	      "in use again before removal: clean, nothing flushed");
 	teardown();
@@ -328,7 +328,7 @@ static void test_on_evidence(void)
 	setup(true);
 	hs.params.watch.max = 0;
 	c = cgroup(730, "k/full");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
 	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_HANDOVER, "the watch table full: flushed at once, as eager");
 	teardown();
@@ -341,15 +341,15 @@ static void test_stop(void)
 
 	setup(true);
 	a = cgroup(800, "k/flushing");
-	(void)handovers_flush_request(&hs, a, a->path, 60 * S, &x.calls[30]);
+	(void)lifecycle_flush_request(&hs, a, a->path, 60 * S, &x.calls[30]);
 	b = cgroup(801, "k/deferred");
-	(void)handovers_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, b, WBG_TRIGGER_POPULATED_0);
 	c = cgroup(802, "k/watched");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	hb = b->handover;
 	removed(c);
 	x.ended = 0;
-	handovers_stop(&hs);
+	lifecycle_stop(&hs);
 	CHECK(x.ended == 3 && hs.n_active == 0, "stopping records every handover in progress");
 	CHECK(x.replies[30] == 1 && strcmp(x.reply_outcome[30], "pending") == 0, "its waiting caller answered");
 	CHECK(x.pending_drops == 0 && x.pending_saves == 3,
@@ -368,12 +368,12 @@ static void test_stop_job_and_recovery(void)
 
 	setup(false);
 	c = cgroup(900, "system.slice/x.service");
-	id = handovers_event(&hs, c, WBG_TRIGGER_STOP_JOB);
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_STOP_JOB);
 	job_done(id, 0);
-	handovers_job_type(&hs, c, "reload");
+	lifecycle_job_type(&hs, c, "reload");
 	CHECK(c->handover && strcmp(c->handover->reason, "job was a reload") == 0,
 	      "a stop job that was a reload says so in the record");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.n_sub == 2 && c->handover->n_targets == 1 && c->handover->replanned,
 	      "populated 0 after a stop job: flushed once more, its targets counted once");
 	job_done(id, 0);
@@ -389,7 +389,7 @@ static void test_stop_job_and_recovery(void)
 		bool bdev[1] = { false };
 		uint64_t rid = 0, rid2 = 0;
 
-		CHECK(handovers_recover(&hs, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
+		CHECK(lifecycle_recover(&hs, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
 			      x.n_sub == 1,
 		      "recovery: the recorded targets flushed again");
 		job_done(rid, 0);
@@ -398,11 +398,11 @@ static void test_stop_job_and_recovery(void)
 			      x.cleanups == 1,
 		      "... then the cleanup, like any removal: recovered, flushed");
 		x.recorded_targets = 0;
-		(void)handovers_recover(&hs, 951, "k/gone", devs, bdev, 1, &rid2);
+		(void)lifecycle_recover(&hs, 951, "k/gone", devs, bdev, 1, &rid2);
 		CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_NO_TARGETS && rid2 > rid,
 		      "its filesystems gone: no-targets; ids only grow");
 	}
-	CHECK(handovers_recently_started(&hs, 950) && !handovers_recently_started(&hs, 12345),
+	CHECK(lifecycle_recently_started(&hs, 950) && !lifecycle_recently_started(&hs, 12345),
 	      "recently started cgroups are known (the rmdir ring's duplicates)");
 	teardown();
 }
@@ -418,7 +418,7 @@ static void test_names(void)
 	(void)containers_register(&containers, "kubepods/p1/c1", "c1id", "/b", k, v, 3);
 	ctr = cgroup(1000, "kubepods/p1/c1");
 	pod = cgroup(1001, "kubepods/p1");
-	id = handovers_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
 	advance(x.now + S);
@@ -426,7 +426,7 @@ static void test_names(void)
 		      json_has("registered_id", "c1id"),
 	      "a registered container's record names its pod, namespace, container and id");
 	x.dirty = 0;
-	(void)handovers_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "") &&
 		      !strstr(x.last_json, "registered_id"),
 	      "its pod's cgroup: the pod's names from the container below it, no container");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The handover lifecycle's world (handovers.h): plans from the mount table,
+/* The handover lifecycle's world (lifecycle.h): plans from the mount table,
  * the block devices and what BPF recorded; the flush pool; the scratch
  * cycle; memory.stat and wb_stats; the state dir; the record, the journal
  * and the boost; the API's replies; the one timer. */
@@ -41,7 +41,7 @@ static void op_schedule(void *userdata, uint64_t usec)
 {
 	struct manager *m = userdata;
 
-	timer_arm_by(m->handovers_source, usec);
+	timer_arm_by(m->lifecycle_source, usec);
 }
 
 static int op_plan(void *userdata, uint64_t cgroup_id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret)
@@ -270,7 +270,7 @@ static const struct wbg_audience_ops audience_ops = {
 	.call_unref = op_call_unref,
 };
 
-const struct wbg_handovers_ops manager_handovers_ops = {
+const struct wbg_lifecycle_ops manager_lifecycle_ops = {
 	.clock = &clock_ops,
 	.flusher = &flusher_ops,
 	.kernel = &kernel_ops,
@@ -295,9 +295,9 @@ static uint64_t drain_after_usec(const char *proc_sys)
 	return (uint64_t)(expire + writeback) * 10000 * 3 / 2;
 }
 
-struct wbg_handovers_params manager_handovers_params(const struct manager *m)
+struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m)
 {
-	return (struct wbg_handovers_params){
+	return (struct wbg_lifecycle_params){
 		.timeout_usec = m->cfg.timeout_usec,
 		.flush = m->cfg.flush,
 		/* removals are watched only where BPF can see the evidence

@@ -18,7 +18,7 @@
  * recent ring the API answers from, and the API's flush waiters. Everything
  * it does to the world (plan, submit to the pool, the scratch cycle, dirty
  * counters, wb_stats, BPF arming, the state dir, the record, the clock and
- * the one timer) goes through wbg_handovers_ops, so unit tests drive every
+ * the one timer) goes through wbg_lifecycle_ops, so unit tests drive every
  * transition with fakes.
  */
 #pragma once
@@ -54,7 +54,7 @@
  * one concern leaves the others alone. One userdata for all. */
 struct wbg_clock_ops {
 	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */
-	/* Call handovers_tick() at usec, or sooner. */
+	/* Call lifecycle_tick() at usec, or sooner. */
 	void (*schedule)(void *userdata, uint64_t usec);
 };
 
@@ -68,7 +68,7 @@ struct wbg_flusher_ops {
 	int (*plan)(void *userdata, uint64_t cgroup_id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret);
 	int (*plan_mounts)(void *userdata, struct wbg_plan *ret);
 	int (*plan_recorded)(void *userdata, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret);
-	/* One target as a pool job; handovers_job_done() follows. -EBUSY: the
+	/* One target as a pool job; lifecycle_job_done() follows. -EBUSY: the
 	 * target takes no more (its flush hangs). */
 	int (*submit)(void *userdata, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t handover_id);
 	/* A flush timed out: workers stuck in the kernel are replaced. */
@@ -109,7 +109,7 @@ struct wbg_audience_ops {
 	void (*call_unref)(void *userdata, void *call);
 };
 
-struct wbg_handovers_ops {
+struct wbg_lifecycle_ops {
 	const struct wbg_clock_ops *clock;
 	const struct wbg_flusher_ops *flusher;
 	const struct wbg_kernel_ops *kernel;
@@ -124,7 +124,7 @@ struct wbg_watch_params {
 	uint64_t reflush_usec;     /* at least this between two flushes of one cgroup */
 };
 
-struct wbg_handovers_params {
+struct wbg_lifecycle_params {
 	uint64_t timeout_usec; /* [flush] timeout_sec */
 	bool flush;            /* [flush] enable */
 	bool on_evidence;      /* removals are watched, not flushed */
@@ -146,7 +146,7 @@ struct wbg_watch_stats {
 		ended[_WBG_WATCH_END_MAX];
 };
 
-struct wbg_handovers_stats {
+struct wbg_lifecycle_stats {
 	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
@@ -164,9 +164,9 @@ struct wbg_recent {
 
 struct wbg_waiter;
 
-struct wbg_handovers {
-	struct wbg_handovers_params params;
-	const struct wbg_handovers_ops *ops;
+struct wbg_lifecycle {
+	struct wbg_lifecycle_params params;
+	const struct wbg_lifecycle_ops *ops;
 	void *userdata;
 	struct wbg_registry *reg;
 	const struct wbg_containers *containers; /* whose cgroups, for the records */
@@ -193,54 +193,54 @@ struct wbg_handovers {
 	uint64_t started_ids[1024];
 	unsigned started_next;
 
-	struct wbg_handovers_stats stats;
+	struct wbg_lifecycle_stats stats;
 	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
 	struct wbg_hist flush_duration; /* first flush -> all targets done */
 };
 
-void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params *p, struct wbg_registry *reg,
-		    const struct wbg_containers *containers, const struct wbg_handovers_ops *ops, void *userdata);
+void lifecycle_init(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
+		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata);
 /* Ids from dir's reservation, above floor (pending_max_id). */
-void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floor);
+void lifecycle_open_ids(struct wbg_lifecycle *hs, const char *dir, uint64_t floor);
 /* Reloaded configuration; the watch table's bound applies to new entries. */
-void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_params *p);
-void handovers_set_mitigating(struct wbg_handovers *hs, bool on);
+void lifecycle_set_params(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p);
+void lifecycle_set_mitigating(struct wbg_lifecycle *hs, bool on);
 /* Stopping: waiters answered, deferred, watched and flushing handovers
  * recorded interrupted (their pending records kept for the next start,
  * which flushes what they name), the rest as they stand. Then everything
  * is freed. */
-void handovers_stop(struct wbg_handovers *hs);
+void lifecycle_stop(struct wbg_lifecycle *hs);
 
 /* The lifecycle's news. c is the cgroup's registry entry (or a stand-in
  * for one only the rmdir tracepoint saw). Returns the id of the handover
  * it started, 0 if it moved one on or started none. */
-uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wbg_trigger trigger);
+uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger);
 /* In use again before its removal: its handover, if its flush is done, is
  * over. */
-void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c);
+void lifecycle_repopulated(struct wbg_lifecycle *hs, struct wbg_cgroup *c);
 /* systemd said what its stop job was after all. */
-void handovers_job_type(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *type);
+void lifecycle_job_type(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *type);
 /* A pool job for handovers is done. */
-void handovers_job_done(struct wbg_handovers *hs, const struct flush_job *j);
+void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j);
 /* Timeouts, batches, waiters and the watch that are due (ops->schedule
  * said when). */
-void handovers_tick(struct wbg_handovers *hs);
-bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_id);
+void lifecycle_tick(struct wbg_lifecycle *hs);
+bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
 
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
  * (inode: which, flushed with the rest of the cgroup's own), or a foreign
  * flush to it fail (inode NULL). -ENOENT: not watched. ret_path: its
  * handover's cgroup, for the log. */
-int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
 		       const char **ret_path);
 /* The kernel released the cgroup: its wbs are gone with it. */
-void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id);
+void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id);
 /* Whether its dying wb is watched (what it dirtied is needed then). */
-bool handovers_watching(const struct wbg_handovers *hs, uint64_t cgroup_id);
+bool lifecycle_watching(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
 
 /* A handover for a cgroup already gone whose targets a record names
  * (restart recovery): flushed, then the cleanup, like any removal. */
-int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
+int lifecycle_recover(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
 		      const bool *bdev, size_t n, uint64_t *ret_id);
 
 /* The API's FlushCgroup: c, if the cgroup is tracked, else path. Answers
@@ -249,17 +249,17 @@ int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *
  * removal) is answered at once, "watched": nothing will be flushed for
  * the caller to wait for. -ENOENT: nothing known of it; -EBUSY: too many
  * waiting. */
-int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
+int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
 			    void *call);
 /* Callers match() picks wait for nothing any more (their connection
  * closed). Returns how many went. */
-unsigned handovers_drop_waiters(struct wbg_handovers *hs, bool (*match)(void *call, const void *data),
+unsigned lifecycle_drop_waiters(struct wbg_lifecycle *hs, bool (*match)(void *call, const void *data),
 				const void *data);
 
-/* The recent records, oldest first: from handovers_recent_first() (the
+/* The recent records, oldest first: from lifecycle_recent_first() (the
  * last limit of them; 0: all kept) to n_recent - 1. */
-uint64_t handovers_recent_first(const struct wbg_handovers *hs, size_t limit);
-const struct wbg_recent *handovers_recent_at(const struct wbg_handovers *hs, uint64_t i);
-uint64_t handovers_total(const struct wbg_handovers *hs);
+uint64_t lifecycle_recent_first(const struct wbg_lifecycle *hs, size_t limit);
+const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *hs, uint64_t i);
+uint64_t lifecycle_total(const struct wbg_lifecycle *hs);
 /* Its metric families (wbguard_handovers_total, wbguard_dying_*...). */
-void handovers_metrics(FILE *f, const struct wbg_handovers *hs);
+void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs);

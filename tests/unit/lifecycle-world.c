@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "handovers-world.h"
+#include "lifecycle-world.h"
 
 struct world x;
 
@@ -207,7 +207,7 @@ static const struct wbg_audience_ops audience_ops = {
 	.call_unref = f_call_unref,
 };
 
-const struct wbg_handovers_ops ops = {
+const struct wbg_lifecycle_ops ops = {
 	.clock = &clock_ops,
 	.flusher = &flusher_ops,
 	.kernel = &kernel_ops,
@@ -217,7 +217,7 @@ const struct wbg_handovers_ops ops = {
 
 struct wbg_registry reg;
 struct wbg_containers containers;
-struct wbg_handovers hs;
+struct wbg_lifecycle hs;
 char dir[] = "/tmp/wbg-handovers-XXXXXX";
 
 void reset_world(void)
@@ -232,7 +232,7 @@ void reset_world(void)
 
 void setup(bool on_evidence)
 {
-	struct wbg_handovers_params p = {
+	struct wbg_lifecycle_params p = {
 		.timeout_usec = 30 * S,
 		.flush = true,
 		.on_evidence = on_evidence,
@@ -241,13 +241,13 @@ void setup(bool on_evidence)
 
 	reset_world();
 	reg = (struct wbg_registry){ 0 };
-	handovers_init(&hs, &p, &reg, &containers, &ops, NULL);
-	handovers_open_ids(&hs, dir, 0);
+	lifecycle_init(&hs, &p, &reg, &containers, &ops, NULL);
+	lifecycle_open_ids(&hs, dir, 0);
 }
 
 void teardown(void)
 {
-	handovers_stop(&hs);
+	lifecycle_stop(&hs);
 	registry_free(&reg);
 }
 
@@ -271,7 +271,7 @@ void job_done(uint64_t id, int result)
 	j->result = result;
 	j->started_usec = x.now;
 	j->device_bytes = 4096;
-	handovers_job_done(&hs, j);
+	lifecycle_job_done(&hs, j);
 	flush_job_free(j);
 }
 
@@ -280,7 +280,7 @@ void advance(uint64_t t)
 	while (x.scheduled && x.scheduled <= t) {
 		x.now = x.scheduled;
 		x.scheduled = 0;
-		handovers_tick(&hs);
+		lifecycle_tick(&hs);
 	}
 	x.now = t;
 }
@@ -288,7 +288,7 @@ void advance(uint64_t t)
 void removed(struct wbg_cgroup *c)
 {
 	c->removed = true;
-	(void)handovers_event(&hs, c, WBG_TRIGGER_REMOVED);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_REMOVED);
 	registry_remove(&reg, c);
 }
 

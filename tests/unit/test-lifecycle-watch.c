@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The on-evidence watch (handovers-watch.c) in the lifecycle, against the
+/* The on-evidence watch (lifecycle-watch.c) in the lifecycle, against the
  * pretend world: drains, evidence, reflush timing, max age, the kernels
  * without wb_stats, the table's bound, releases, and what a caller asking
  * for a flush of a watched handover gets. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "boost-limit.h"
-#include "handovers-world.h"
+#include "lifecycle-world.h"
 #include "tap.h"
 
 /* A cgroup removed dirty, on-evidence: watched. */
@@ -17,7 +17,7 @@ static struct wbg_handover *watched(uint64_t id, const char *path)
 	struct wbg_cgroup *c = cgroup(id, path);
 	struct wbg_handover *h;
 
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	removed(c);
 	return h;
@@ -58,12 +58,12 @@ static void test_evidence(void)
 	h = watched(7, "k/ev");
 	id = h->id;
 	x.now += S;
-	CHECK(handovers_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
+	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
 		      h->phase == WBG_PHASE_FLUSHING,
 	      "evidence: its own inodes flushed at once");
-	CHECK(handovers_evidence(&hs, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
+	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
 	      "more evidence while it runs: noted, no second flush");
-	CHECK(handovers_evidence(&hs, 9, NULL, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
+	CHECK(lifecycle_evidence(&hs, 9, NULL, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
 	      "evidence for a cgroup not watched: -ENOENT, counted");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
@@ -90,7 +90,7 @@ static void test_evidence(void)
 	{
 		struct wbg_inode_key k = { .cgroup_id = 9, .ino = 4242, .dev = (253 << 20) | 0, .gen = 7 };
 
-		CHECK(handovers_evidence(&hs, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
+		CHECK(lifecycle_evidence(&hs, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
 			      x.sub[0].first_ino == 4242 && hs.stats.evidence_inodes_added == 1,
 		      "the evidence's own inode is in its flush, counted");
 	}
@@ -115,7 +115,7 @@ static void test_evidence(void)
 	id = h->id;
 	advance(x.now + S + 1);
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "drained: on the cleanup batch");
-	CHECK(handovers_evidence(&hs, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
+	CHECK(lifecycle_evidence(&hs, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
 		      hs.cleanup_head == NULL,
 	      "evidence during the batch: flushed at once, off the batch");
 	job_done(id, 0);
@@ -153,7 +153,7 @@ static void test_max_age(void)
 	setup(true);
 	x.wb_dirty[x.n_wb_dirty++] = 4;
 	h = watched(4, "k/slow");
-	(void)handovers_evidence(&hs, 4, NULL, &owner);
+	(void)lifecycle_evidence(&hs, 4, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
 	CHECK(h->phase == WBG_PHASE_WATCHED && hs.n_watched == 1, "flushed, still dirty: watched again");
@@ -185,13 +185,13 @@ static void test_no_wbstats(void)
 	x.no_wbstats = true;
 	h = watched(5, "k/stalled");
 	x.now += S;
-	(void)handovers_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + S);
 	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
 	      "flushed, and nothing can say whether it ended: watched for the stall only");
 	x.now += S;
-	(void)handovers_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
 	CHECK(x.n_sub == 2, "the stall again: flushed again");
 	job_done(h->id, 0);
 	advance(x.now + S);
@@ -215,7 +215,7 @@ static void test_bounds(void)
 	CHECK(hs.n_watched == 2 && hs.watch_stats.refused_full == 1 && x.n_sub == 1 &&
 		      x.sub[0].mode == FLUSH_MODE_HANDOVER,
 	      "a removal past watch_max: refused, counted, flushed at once as eager");
-	handovers_released(&hs, 2);
+	lifecycle_released(&hs, 2);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && hs.n_watched == 1 &&
 		      strstr(x.last_json, "\"dying_wb_clean\":true") && hs.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
 	      "released by the kernel: its wbs are gone, ended clean, counted dropped");
@@ -257,7 +257,7 @@ static void test_bounds(void)
 	{
 		const char *owner;
 
-		(void)handovers_evidence(&hs, 6, NULL, &owner);
+		(void)lifecycle_evidence(&hs, 6, NULL, &owner);
 	}
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
 	teardown();
@@ -271,18 +271,18 @@ static void test_flush_requests(void)
 
 	setup(true);
 	c = cgroup(40, "k/pod/ctr");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
 		      strcmp(x.reply_outcome[1], "watched") == 0 && hs.n_waiters == 0,
 	      "poststop of an emptied container on-evidence: answered at once, watched (no 5 s wait)");
 	h = c->handover;
 	removed(c);
-	CHECK(handovers_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
+	CHECK(lifecycle_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
 		      strcmp(x.reply_outcome[2], "watched") == 0 && x.reply_id[2] == h->id,
 	      "after its removal (runtimes rmdir before poststop): watched, at once");
 	x.now += S;
-	(void)handovers_evidence(&hs, 40, NULL, &owner);
-	CHECK(handovers_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
+	(void)lifecycle_evidence(&hs, 40, NULL, &owner);
+	CHECK(lifecycle_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
 		      hs.n_waiters == 1,
 	      "while its evidence flush runs: waited for");
 	job_done(h->id, 0);
@@ -292,8 +292,8 @@ static void test_flush_requests(void)
 	/* eager: waited for, as before */
 	setup(false);
 	c = cgroup(41, "k/eager");
-	(void)handovers_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(handovers_flush_request(&hs, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
 	      "eager: poststop waits for the flush");
 	job_done(c->handover->id, 0);
 	CHECK(x.replies[4] == 1 && strcmp(x.reply_outcome[4], "flushed") == 0, "and gets it");
@@ -305,7 +305,7 @@ static void test_stop_keeps(void)
 	setup(true);
 	(void)watched(50, "k/w");
 	x.ended = 0;
-	handovers_stop(&hs);
+	lifecycle_stop(&hs);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_INTERRUPTED && x.pending_saves == 1 &&
 		      x.pending_drops == 0,
 	      "stopping while watched: interrupted, its pending record (saved when it was deferred) kept");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The pretend world the handover lifecycle (handovers.h) runs in for the
+/* The pretend world the handover lifecycle (lifecycle.h) runs in for the
  * unit tests: a clock the test moves, a pool whose jobs end when the test
  * says, memory.stat and wb_stats as the test sets them, and the records,
  * replies, armings and state dir calls it sees. */
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "handovers.h"
+#include "lifecycle.h"
 #include "macro.h"
 
 #define MS 1000ULL
@@ -69,10 +69,10 @@ struct world {
 
 
 extern struct world x;
-extern const struct wbg_handovers_ops ops;
+extern const struct wbg_lifecycle_ops ops;
 extern struct wbg_registry reg;
 extern struct wbg_containers containers;
-extern struct wbg_handovers hs;
+extern struct wbg_lifecycle hs;
 extern char dir[];
 
 void reset_world(void);

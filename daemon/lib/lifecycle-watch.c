@@ -21,13 +21,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "handovers.h"
-#include "handovers-internal.h"
+#include "lifecycle.h"
+#include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
 #include "wbstats.h"
 
-static ssize_t watch_index(const struct wbg_handovers *hs, const struct wbg_handover *h)
+static ssize_t watch_index(const struct wbg_lifecycle *hs, const struct wbg_handover *h)
 {
 	for (size_t i = 0; i < hs->n_watched; i++)
 		if (hs->watched[i] == h)
@@ -35,7 +35,7 @@ static ssize_t watch_index(const struct wbg_handovers *hs, const struct wbg_hand
 	return -1;
 }
 
-static struct wbg_handover *watch_find(const struct wbg_handovers *hs, uint64_t cgroup_id)
+static struct wbg_handover *watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
 	for (size_t i = 0; i < hs->n_watched; i++)
 		if (hs->watched[i]->cgroup_id == cgroup_id)
@@ -43,13 +43,13 @@ static struct wbg_handover *watch_find(const struct wbg_handovers *hs, uint64_t 
 	return NULL;
 }
 
-void hs_watch_at(struct wbg_handovers *hs, uint64_t usec)
+void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec)
 {
 	if (!hs->watch_due || usec < hs->watch_due)
 		hs->watch_due = usec;
 }
 
-int hs_watch_add(struct wbg_handovers *hs, struct wbg_handover *h)
+int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	uint64_t now = hs_now(hs);
 	size_t of_tenant = 0;
@@ -113,7 +113,7 @@ static enum wbg_watch_end watch_end(const struct wbg_handover *h, enum wbg_event
 	}
 }
 
-void hs_watch_remove(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event)
+void hs_watch_remove(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event)
 {
 	ssize_t i = watch_index(hs, h);
 
@@ -126,7 +126,7 @@ void hs_watch_remove(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_
 	hs->ops->kernel->forget(hs->userdata, h->cgroup_id);
 }
 
-void hs_watch_outcome(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event)
+void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event)
 {
 	if (h->verify == 0) {
 		hs->stats.verify_dirty++;
@@ -148,7 +148,7 @@ void hs_watch_outcome(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg
 	}
 }
 
-enum wbg_event hs_watch_verified(struct wbg_handovers *hs, struct wbg_handover *h, bool known, bool dirty,
+enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, bool dirty,
 				 uint64_t now)
 {
 	bool young = now - h->t_watch_added < hs->params.watch.max_age_usec;
@@ -184,7 +184,7 @@ enum wbg_event hs_watch_verified(struct wbg_handovers *hs, struct wbg_handover *
 
 /* A watched one: drained, due for a flush, past its max age, or still
  * waiting (0). */
-static enum wbg_event watch_look(struct wbg_handovers *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
 				 size_t n, uint64_t now)
 {
 	const struct wbg_watch_params *p = &hs->params.watch;
@@ -213,7 +213,7 @@ static enum wbg_event watch_look(struct wbg_handovers *hs, struct wbg_handover *
 	return WBG_EVENT_MAX_AGE;
 }
 
-void hs_watch_tick(struct wbg_handovers *hs, uint64_t now)
+void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;
 	size_t n = 0;
@@ -243,7 +243,7 @@ void hs_watch_tick(struct wbg_handovers *hs, uint64_t now)
 		hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
 }
 
-int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
 		       const char **ret_path)
 {
 	struct wbg_handover *h = watch_find(hs, cgroup_id);
@@ -269,7 +269,7 @@ int handovers_evidence(struct wbg_handovers *hs, uint64_t cgroup_id, const struc
 	return soon;
 }
 
-void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id)
+void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
 	struct wbg_handover *h = watch_find(hs, cgroup_id);
 
@@ -282,7 +282,7 @@ void handovers_released(struct wbg_handovers *hs, uint64_t cgroup_id)
 	hs_reschedule(hs);
 }
 
-bool handovers_watching(const struct wbg_handovers *hs, uint64_t cgroup_id)
+bool lifecycle_watching(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
 	return watch_find(hs, cgroup_id) != NULL;
 }

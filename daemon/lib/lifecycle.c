@@ -2,8 +2,8 @@
 /* The handover lifecycle's core: the step carried out (the one place a
  * phase changes), the flush and its timeout, the cleanup and verify
  * batches every mode shares, and the end. What starts a handover is in
- * handovers-event.c, the API's side in handovers-api.c, the watch table in
- * handovers-watch.c. */
+ * lifecycle-event.c, the API's side in lifecycle-api.c, the watch table in
+ * lifecycle-watch.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <search.h>
@@ -13,42 +13,42 @@
 #include <sys/sysmacros.h>
 #include <json-c/json.h>
 
-#include "handovers.h"
-#include "handovers-internal.h"
+#include "lifecycle.h"
+#include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
 #include "wbstats.h"
 
-uint64_t hs_now(const struct wbg_handovers *hs)
+uint64_t hs_now(const struct wbg_lifecycle *hs)
 {
 	return hs->ops->clock->now(hs->userdata);
 }
 
-struct wbg_handover *hs_find(const struct wbg_handovers *hs, uint64_t id)
+struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id)
 {
 	struct wbg_handover key = { .id = id }, **f = tfind(&key, &hs->active, cmp_leading_u64);
 
 	return f ? *f : NULL;
 }
 
-void handovers_init(struct wbg_handovers *hs, const struct wbg_handovers_params *p, struct wbg_registry *reg,
-		    const struct wbg_containers *containers, const struct wbg_handovers_ops *ops, void *userdata)
+void lifecycle_init(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
+		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata)
 {
 	static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
 	static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
 
-	*hs = (struct wbg_handovers){ .params = *p, .reg = reg, .containers = containers, .ops = ops,
+	*hs = (struct wbg_lifecycle){ .params = *p, .reg = reg, .containers = containers, .ops = ops,
 				      .userdata = userdata, .mitigating = true };
 	hist_init(&hs->reaction, reaction, ELEMENTSOF(reaction));
 	hist_init(&hs->flush_duration, duration, ELEMENTSOF(duration));
 }
 
-void handovers_open_ids(struct wbg_handovers *hs, const char *dir, uint64_t floor)
+void lifecycle_open_ids(struct wbg_lifecycle *hs, const char *dir, uint64_t floor)
 {
 	ids_open(&hs->ids, dir, floor);
 }
 
-void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_params *p)
+void lifecycle_set_params(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p)
 {
 	/* the table's bound applies to new entries; drain_after is the
 	 * kernel's, read at start */
@@ -58,13 +58,13 @@ void handovers_set_params(struct wbg_handovers *hs, const struct wbg_handovers_p
 	hs->params.watch.drain_after_usec = drain_after;
 }
 
-void handovers_set_mitigating(struct wbg_handovers *hs, bool on)
+void lifecycle_set_mitigating(struct wbg_lifecycle *hs, bool on)
 {
 	hs->mitigating = on;
 }
 
 /* The earliest of every deadline held, to the one timer. */
-void hs_reschedule(struct wbg_handovers *hs)
+void hs_reschedule(struct wbg_lifecycle *hs)
 {
 	uint64_t next = hs_waiters_next_due(hs);
 
@@ -80,7 +80,7 @@ void hs_reschedule(struct wbg_handovers *hs)
 		hs->ops->clock->schedule(hs->userdata, next);
 }
 
-static void in_flight_remove(struct wbg_handovers *hs, struct wbg_handover *h)
+static void in_flight_remove(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	struct wbg_handover **p;
 
@@ -120,7 +120,7 @@ static void queue_unlink(struct wbg_handover **head, struct wbg_handover **tail,
 }
 
 /* The end of a handover: counted, recorded, answered, freed. */
-static void retire(struct wbg_handovers *hs, struct wbg_handover *h)
+static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	struct wbg_cgroup *c = registry_find_id(hs->reg, h->cgroup_id);
 	struct wbg_container_names names;
@@ -159,7 +159,7 @@ static void retire(struct wbg_handovers *hs, struct wbg_handover *h)
 }
 
 /* A new handover, in the active set (NULL: out of memory, logged). */
-struct wbg_handover *hs_start(struct wbg_handovers *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
+struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
 {
 	struct wbg_handover *h = handover_new(ids_next(&hs->ids), cgroup_id, path, trigger, hs_now(hs));
 
@@ -173,7 +173,7 @@ struct wbg_handover *hs_start(struct wbg_handovers *hs, uint64_t cgroup_id, cons
 	return h;
 }
 
-bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_id)
+bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
 	for (size_t i = 0; i < ELEMENTSOF(hs->started_ids); i++)
 		if (hs->started_ids[i] == cgroup_id)
@@ -182,7 +182,7 @@ bool handovers_recently_started(const struct wbg_handovers *hs, uint64_t cgroup_
 }
 
 /* The plan's targets to the pool, and the handover's record of them. */
-static int submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_plan *plan)
+static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan)
 {
 	int r;
 
@@ -222,7 +222,7 @@ static int submit(struct wbg_handovers *hs, struct wbg_handover *h, struct wbg_p
 
 /* On disk while its flush runs or its removal is watched, so that a
  * restart redoes it; a failure costs only that. */
-static void save_pending(struct wbg_handovers *hs, struct wbg_handover *h, const struct wbg_plan *plan)
+static void save_pending(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
 {
 	if (!h->pending_saved && plan->n && hs->ops->flusher->pending_save(hs->userdata, h, plan) >= 0)
 		h->pending_saved = true;
@@ -230,7 +230,7 @@ static void save_pending(struct wbg_handovers *hs, struct wbg_handover *h, const
 
 /* Plans and submits a handover's flush now: what BPF says the cgroup
  * dirtied (its inodes only, for evidence), else every filesystem. */
-static void flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
+static void flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
 	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
@@ -258,7 +258,7 @@ static void flush(struct wbg_handovers *hs, struct wbg_handover *h, bool inodes)
 
 /* Every job ended (or the flush timed out): the event by where the cgroup
  * is. */
-static void flush_finished(struct wbg_handovers *hs, struct wbg_handover *h)
+static void flush_finished(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	h->t_flushed = hs_now(hs);
 	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
@@ -280,7 +280,7 @@ static void flush_finished(struct wbg_handovers *hs, struct wbg_handover *h)
 
 /* The flush is over: for waiters, what it came to. A watched handover's
  * outcome waits for its end. */
-static void answer(struct wbg_handovers *hs, struct wbg_handover *h)
+static void answer(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	enum wbg_outcome o = h->outcome;
 
@@ -291,7 +291,7 @@ static void answer(struct wbg_handovers *hs, struct wbg_handover *h)
 	hs_reply_waiters(hs, h, wbg_outcome_to_string(o));
 }
 
-static void carry_out(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event, unsigned actions,
+static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, unsigned actions,
 		      struct wbg_plan *plan)
 {
 	uint64_t now = hs_now(hs);
@@ -364,7 +364,7 @@ static void carry_out(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg
 		hs_watch_at(hs, h->t_last_flush + hs->params.watch.reflush_usec);
 }
 
-void hs_step(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
+void hs_step(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
 {
 	enum wbg_phase from = h->phase;
 	struct wbg_step s = handover_step(from, event);
@@ -397,7 +397,7 @@ void hs_step(struct wbg_handovers *hs, struct wbg_handover *h, enum wbg_event ev
 /* One scratch memcg cycle for every handover queued since the last: its
  * removal makes the kernel re-run its offline-wb cleanup, which covers
  * every dying wb, not only the one it was run for. */
-static void run_cleanup(struct wbg_handovers *hs)
+static void run_cleanup(struct wbg_lifecycle *hs)
 {
 	struct wbg_handover *h = hs->cleanup_head;
 	bool done = false;
@@ -427,7 +427,7 @@ static void run_cleanup(struct wbg_handovers *hs)
 
 /* The verify batch's handovers that are due: one read of wb_stats says for
  * all of them whether a dying wb of theirs still has dirty IO. */
-static void run_verify(struct wbg_handovers *hs, uint64_t now)
+static void run_verify(struct wbg_lifecycle *hs, uint64_t now)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;
 	size_t n = 0;
@@ -443,7 +443,7 @@ static void run_verify(struct wbg_handovers *hs, uint64_t now)
 	}
 }
 
-static void timed_out(struct wbg_handovers *hs, struct wbg_handover *h)
+static void timed_out(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)hs->params.timeout_usec / 1e6);
 	/* a worker still inside it goes on waiting for the kernel, and
@@ -455,7 +455,7 @@ static void timed_out(struct wbg_handovers *hs, struct wbg_handover *h)
 	flush_finished(hs, h);
 }
 
-void handovers_tick(struct wbg_handovers *hs)
+void lifecycle_tick(struct wbg_lifecycle *hs)
 {
 	uint64_t now = hs_now(hs);
 	struct wbg_handover *h;
@@ -477,7 +477,7 @@ void handovers_tick(struct wbg_handovers *hs)
 	hs_reschedule(hs);
 }
 
-void handovers_job_done(struct wbg_handovers *hs, const struct flush_job *j)
+void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j)
 {
 	if (j->result < 0)
 		log_warning_errno(j->result, "Flush of %s (%s) failed", j->mount[0] ? j->mount : "block device", j->fstype);

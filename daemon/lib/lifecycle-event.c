@@ -7,8 +7,8 @@
 #include <search.h>
 #include <string.h>
 
-#include "handovers.h"
-#include "handovers-internal.h"
+#include "lifecycle.h"
+#include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -43,7 +43,7 @@ static void match_tracked_descendant(struct wbg_cgroup *c, void *userdata)
 /* Whether a cgroup below path has a handover in progress or among the
  * recent ones, or is still tracked (its removal, in the same batch of
  * events, not read yet: it will have its handover). */
-static bool descendants_handed_over(const struct wbg_handovers *hs, const char *path)
+static bool descendants_handed_over(const struct wbg_lifecycle *hs, const char *path)
 {
 	struct path_prefix p = { .path = path, .len = strlen(path) };
 
@@ -59,7 +59,7 @@ static bool descendants_handed_over(const struct wbg_handovers *hs, const char *
 
 /* A handover that ends before any flush. One that ends while the cgroup
  * still exists covers its removal too (settled). */
-static void end_early(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o,
+static void end_early(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o,
 		      const char *reason)
 {
 	h->outcome = o;
@@ -71,7 +71,7 @@ static void end_early(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg
 
 /* An existing handover moves on: populated 0 after a stop job, or the
  * directory gone. */
-static void move_on(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
+static void move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
 {
 	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
 		/* The stop job's flush ran while the processes were still
@@ -99,7 +99,7 @@ static void move_on(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_h
 /* What a dirty cgroup's plan says, when it names nothing to flush of its
  * own: a parent whose children cover it, a set BPF may have evicted (then
  * every filesystem), excluded filesystems, or pages that are not its own. */
-static enum wbg_event plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+static enum wbg_event plan_empty(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
 				 struct wbg_plan *plan)
 {
 	int r;
@@ -140,7 +140,7 @@ static enum wbg_event plan_empty(struct wbg_handovers *hs, struct wbg_cgroup *c,
 	return WBG_EVENT_NOTHING;
 }
 
-uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
+uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
 {
 	struct wbg_handover *h = c->handover;
 	uint64_t dirty = 0, wb = 0, id;
@@ -231,7 +231,7 @@ uint64_t handovers_event(struct wbg_handovers *hs, struct wbg_cgroup *c, enum wb
 	return id;
 }
 
-void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c)
+void lifecycle_repopulated(struct wbg_lifecycle *hs, struct wbg_cgroup *c)
 {
 	struct wbg_handover *h = c->handover;
 
@@ -247,7 +247,7 @@ void handovers_repopulated(struct wbg_handovers *hs, struct wbg_cgroup *c)
 	hs_reschedule(hs);
 }
 
-void handovers_job_type(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *type)
+void lifecycle_job_type(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *type)
 {
 	/* Only a stop (or restart) empties the cgroup; for other jobs the
 	 * early flush was harmless and the record says what it was for. */

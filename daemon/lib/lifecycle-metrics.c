@@ -2,12 +2,12 @@
 /* The handover lifecycle's metric families. */
 #include <inttypes.h>
 
-#include "handovers.h"
+#include "lifecycle.h"
 #include "metrics.h"
 
-void handovers_metrics(FILE *f, const struct wbg_handovers *hs)
+void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 {
-	const struct wbg_handovers_stats *st = &hs->stats;
+	const struct wbg_lifecycle_stats *st = &hs->stats;
 	const struct wbg_watch_stats *ds = &hs->watch_stats;
 	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
 

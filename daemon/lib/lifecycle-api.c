@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handovers.h"
-#include "handovers-internal.h"
+#include "lifecycle.h"
+#include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -22,7 +22,7 @@ struct wbg_waiter {
 	uint64_t due; /* its caller's timeout */
 };
 
-static void waiter_free(struct wbg_handovers *hs, struct wbg_waiter *w)
+static void waiter_free(struct wbg_lifecycle *hs, struct wbg_waiter *w)
 {
 	struct wbg_waiter **p;
 
@@ -38,7 +38,7 @@ static void waiter_free(struct wbg_handovers *hs, struct wbg_waiter *w)
 
 /* The handover's flush is over (or it ended without one): answer whoever
  * waits for it. */
-void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h, const char *outcome)
+void hs_reply_waiters(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *outcome)
 {
 	struct wbg_waiter *w = hs->waiters, *next;
 
@@ -51,7 +51,7 @@ void hs_reply_waiters(struct wbg_handovers *hs, const struct wbg_handover *h, co
 	}
 }
 
-uint64_t hs_waiters_next_due(const struct wbg_handovers *hs)
+uint64_t hs_waiters_next_due(const struct wbg_lifecycle *hs)
 {
 	uint64_t next = 0;
 
@@ -61,7 +61,7 @@ uint64_t hs_waiters_next_due(const struct wbg_handovers *hs)
 	return next;
 }
 
-void hs_waiters_expire(struct wbg_handovers *hs, uint64_t now)
+void hs_waiters_expire(struct wbg_lifecycle *hs, uint64_t now)
 {
 	struct wbg_waiter *w = hs->waiters, *next;
 
@@ -75,7 +75,7 @@ void hs_waiters_expire(struct wbg_handovers *hs, uint64_t now)
 	}
 }
 
-unsigned handovers_drop_waiters(struct wbg_handovers *hs, bool (*match)(void *call, const void *data),
+unsigned lifecycle_drop_waiters(struct wbg_lifecycle *hs, bool (*match)(void *call, const void *data),
 				const void *data)
 {
 	struct wbg_waiter *w = hs->waiters, *next;
@@ -91,7 +91,7 @@ unsigned handovers_drop_waiters(struct wbg_handovers *hs, bool (*match)(void *ca
 	return n;
 }
 
-void hs_remember(struct wbg_handovers *hs, const struct wbg_handover *h, const char *json)
+void hs_remember(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *json)
 {
 	struct wbg_recent *r = &hs->recent[hs->n_recent++ % WBG_RECENT_MAX];
 
@@ -101,7 +101,7 @@ void hs_remember(struct wbg_handovers *hs, const struct wbg_handover *h, const c
 				  .outcome = wbg_outcome_to_string(h->outcome), .reason = h->reason };
 }
 
-uint64_t handovers_recent_first(const struct wbg_handovers *hs, size_t limit)
+uint64_t lifecycle_recent_first(const struct wbg_lifecycle *hs, size_t limit)
 {
 	uint64_t n = hs->n_recent < WBG_RECENT_MAX ? hs->n_recent : WBG_RECENT_MAX;
 
@@ -110,13 +110,13 @@ uint64_t handovers_recent_first(const struct wbg_handovers *hs, size_t limit)
 	return hs->n_recent - n;
 }
 
-const struct wbg_recent *handovers_recent_at(const struct wbg_handovers *hs, uint64_t i)
+const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *hs, uint64_t i)
 {
 	return i < hs->n_recent && i + WBG_RECENT_MAX >= hs->n_recent ? &hs->recent[i % WBG_RECENT_MAX] : NULL;
 }
 
 /* By id, or else by path; newest first. */
-static const struct wbg_recent *recent_by(const struct wbg_handovers *hs, uint64_t id, const char *path)
+static const struct wbg_recent *recent_by(const struct wbg_lifecycle *hs, uint64_t id, const char *path)
 {
 	for (uint64_t i = 0; i < WBG_RECENT_MAX && i < hs->n_recent; i++) {
 		const struct wbg_recent *r = &hs->recent[(hs->n_recent - 1 - i) % WBG_RECENT_MAX];
@@ -129,7 +129,7 @@ static const struct wbg_recent *recent_by(const struct wbg_handovers *hs, uint64
 	return NULL;
 }
 
-uint64_t handovers_total(const struct wbg_handovers *hs)
+uint64_t lifecycle_total(const struct wbg_lifecycle *hs)
 {
 	uint64_t total = 0;
 
@@ -154,13 +154,13 @@ static void match_active(const void *nodep, VISIT which, void *closure)
 		l->found = h;
 }
 
-static int answer(struct wbg_handovers *hs, void *call, const struct wbg_recent *r, uint64_t id)
+static int answer(struct wbg_lifecycle *hs, void *call, const struct wbg_recent *r, uint64_t id)
 {
 	hs->ops->audience->reply(hs->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
 	return 1;
 }
 
-int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
+int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
 			    void *call)
 {
 	struct path_lookup l = { .path = path };
@@ -169,7 +169,7 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 
 	if (c && !c->removed && c->in_scope) {
 		if (!c->handover) {
-			uint64_t id = handovers_event(hs, c, WBG_TRIGGER_API);
+			uint64_t id = lifecycle_event(hs, c, WBG_TRIGGER_API);
 
 			if (!c->handover) /* over already (clean, flush disabled...) */
 				return answer(hs, call, id ? recent_by(hs, id, "") : NULL, id);
@@ -220,7 +220,7 @@ int handovers_flush_request(struct wbg_handovers *hs, struct wbg_cgroup *c, cons
 	return 1;
 }
 
-int handovers_recover(struct wbg_handovers *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
+int lifecycle_recover(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
 		      const bool *bdev, size_t n, uint64_t *ret_id)
 {
 	struct wbg_handover *h = hs_start(hs, cgroup_id, path, WBG_TRIGGER_RECOVERED);
@@ -258,7 +258,7 @@ static void collect_active(const void *nodep, VISIT which, void *closure)
 		*(*v)++ = *(struct wbg_handover *const *)nodep;
 }
 
-void handovers_stop(struct wbg_handovers *hs)
+void lifecycle_stop(struct wbg_lifecycle *hs)
 {
 	size_t n = 0;
 	struct wbg_handover **v, **p;
