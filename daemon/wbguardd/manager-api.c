@@ -54,6 +54,6 @@ int manager_register_container(struct manager *m, const char *id, const char *pa
 	(void)watch_process(&m->watch); /* its cgroup is likely news to us */
 	c = registry_find_path(&m->reg, rel);
 	if (c && c->in_scope && !c->removed)
-		expiry_container_registered(&m->expiry, c);
+		expiry_container_registered(&m->expiry, c->id, c->in_scope, c->populated);
 	return 0;
 }

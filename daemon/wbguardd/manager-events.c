@@ -109,7 +109,7 @@ static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
 
 	if (c->populated) {
 		note_mount_namespace(m, c);
-		expiry_cgroup_populated(&m->expiry, c);
+		expiry_cgroup_populated(&m->expiry, c->id, c->in_scope && *c->path);
 	}
 	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
 }
@@ -124,7 +124,7 @@ static void on_populated(struct wbg_watch *w, struct wbg_cgroup *c, bool populat
 		return;
 	}
 	note_mount_namespace(m, c);
-	expiry_cgroup_populated(&m->expiry, c);
+	expiry_cgroup_populated(&m->expiry, c->id, c->in_scope && *c->path);
 	lifecycle_repopulated(&m->lifecycle, c);
 }
 

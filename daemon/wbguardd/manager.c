@@ -82,6 +82,14 @@ static int on_lifecycle_due(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+static int on_expiry_due(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	expiry_tick(&m->expiry);
+	return 0;
+}
+
 static int on_rmdir_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct manager *m = userdata;
@@ -266,6 +274,8 @@ static int start_lifecycle(struct manager *m)
 	lifecycle_init(&m->lifecycle, &p, &m->reg, &m->containers, &manager_lifecycle_ops, m);
 	r = timer_new_off(m->event, &m->lifecycle_source, 10 * 1000, on_lifecycle_due, m);
 	if (r >= 0)
+		r = timer_new_off(m->event, &m->expiry_source, 10 * 1000, on_expiry_due, m);
+	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &m->verdict_source, CLOCK_MONOTONIC, VERDICT_REFRESH_USEC,
 					       1000 * 1000, on_verdict_timer, m);
 	if (r < 0)
@@ -396,12 +406,7 @@ int manager_start(struct manager *m)
 		log_warning_errno(errno, "Cannot create %s", m->cfg.state_dir);
 	/* above every id a previous run reserved or left pending */
 	lifecycle_open_ids(&m->lifecycle, m->cfg.state_dir, pending_max_id(m->cfg.state_dir));
-	r = expiry_start(&m->expiry, &(struct wbg_expiry_deps){ .event = m->event, .cfg = &m->cfg, .bpf = m->bpf,
-								 .pool = m->pool, .reg = &m->reg,
-								 .containers = &m->containers, .host = &m->host,
-								 .verdicts = &m->verdicts });
-	if (r < 0)
-		return r;
+	expiry_start(&m->expiry, &m->cfg, &manager_expiry_ops, m);
 	(void)records_open(&m->records, m->cfg.state_dir, m->cfg.records_max_bytes);
 	r = start_watch(m);
 	if (r < 0)
@@ -453,6 +458,7 @@ struct manager *manager_free(struct manager *m)
 	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
 	m->verdict_source = sd_event_source_disable_unref(m->verdict_source);
 	m->lifecycle_source = sd_event_source_disable_unref(m->lifecycle_source);
+	m->expiry_source = sd_event_source_disable_unref(m->expiry_source);
 	m->rmdir_source = sd_event_source_disable_unref(m->rmdir_source);
 	m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
 	m->pool_source = sd_event_source_disable_unref(m->pool_source);

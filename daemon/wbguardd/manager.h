@@ -67,7 +67,7 @@ struct manager {
 	sd_event_source *name_retry_source;
 
 	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *rmdir_source;
-	sd_event_source *lifecycle_source, *verdict_source;
+	sd_event_source *lifecycle_source, *expiry_source, *verdict_source;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
@@ -104,6 +104,8 @@ extern const struct wbg_systemd_ops manager_systemd_ops;
 struct wbg_rmdir_event;
 int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
 
+/* Per-pod expiry's world (manager-expiry.c). */
+extern const struct wbg_expiry_ops manager_expiry_ops;
 /* The handover lifecycle's world (manager-lifecycle.c). */
 extern const struct wbg_lifecycle_ops manager_lifecycle_ops;
 struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m);

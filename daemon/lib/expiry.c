@@ -4,44 +4,126 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
-#include <json-c/json.h>
 
-#include "bpf-programs.h"
-#include "containers.h"
-#include "cgroup-util.h"
 #include "expiry.h"
 #include "flush-pool.h"
 #include "handover.h"
-#include "host.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
-#include "registry.h"
-#include "runtime-state.h"
-#include "verdict.h"
 
-#define SYSCTL_CHECK_USEC (5ULL * 1000 * 1000) /* /proc/sys cannot be watched */
-#define RESOLVE_RETRY_USEC (500ULL * 1000)
-#define RESOLVE_RETRIES 4
 #define BOOST_HOLDER "boost"
+#define NO_TIMER SIZE_MAX
+
+enum timer_kind { TIMER_EXPIRY, TIMER_RETRY };
 
 struct expiry_cgroup {
 	uint64_t id;
 	char *path;
 	char holder[160]; /* its name as a holder of the sysctl: path and id, as paths repeat */
-	struct wbg_expiry *e;
 	struct wbg_policy policy;
 	bool has_policy;
 	bool holding;       /* global: holds the sysctl */
 	unsigned pending;   /* expiry flush jobs in the pool */
 	bool dirty_pending; /* dirtied again while its flush ran */
 	unsigned retries;
-	sd_event_source *timer; /* the expiry, or a retry of the policy lookup */
+	uint64_t due;       /* its timer: the expiry, or a retry of the policy lookup */
+	enum timer_kind kind;
+	size_t heap_idx;    /* in e->due, or NO_TIMER */
 };
 
-static struct expiry_cgroup *find_entry(struct wbg_expiry *e, uint64_t id)
+static uint64_t now(const struct wbg_expiry *e)
+{
+	return e->ops->now(e->userdata);
+}
+
+/* The timers: a binary heap by due time, so the next one is found at once
+ * and arming or disarming one costs O(log n) however many pods the node
+ * has. */
+static bool earlier(const struct wbg_expiry *e, size_t a, size_t b)
+{
+	return e->due[a]->due < e->due[b]->due;
+}
+
+static void heap_swap(struct wbg_expiry *e, size_t a, size_t b)
+{
+	struct expiry_cgroup *t = e->due[a];
+
+	e->due[a] = e->due[b];
+	e->due[b] = t;
+	e->due[a]->heap_idx = a;
+	e->due[b]->heap_idx = b;
+}
+
+static void heap_fix(struct wbg_expiry *e, size_t i)
+{
+	while (i > 0 && earlier(e, i, (i - 1) / 2)) {
+		heap_swap(e, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < e->n_due && earlier(e, l, m))
+			m = l;
+		if (r < e->n_due && earlier(e, r, m))
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(e, i, m);
+		i = m;
+	}
+}
+
+static void disarm(struct wbg_expiry *e, struct expiry_cgroup *ec)
+{
+	size_t i = ec->heap_idx;
+
+	if (i == NO_TIMER)
+		return;
+	ec->heap_idx = NO_TIMER;
+	if (i != --e->n_due) {
+		e->due[i] = e->due[e->n_due];
+		e->due[i]->heap_idx = i;
+		heap_fix(e, i);
+	}
+}
+
+static void reschedule(struct wbg_expiry *e)
+{
+	uint64_t next = e->n_due ? e->due[0]->due : 0;
+
+	if (e->sysctl_check_due && (!next || e->sysctl_check_due < next))
+		next = e->sysctl_check_due;
+	if (e->boost_due && (!next || e->boost_due < next))
+		next = e->boost_due;
+	if (next)
+		e->ops->schedule(e->userdata, next);
+}
+
+static void arm(struct wbg_expiry *e, struct expiry_cgroup *ec, uint64_t after, enum timer_kind kind)
+{
+	disarm(e, ec);
+	if (e->n_due == e->due_cap) {
+		size_t cap = e->due_cap ? e->due_cap * 2 : 16;
+		struct expiry_cgroup **v = realloc(e->due, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+
+		if (!v) {
+			log_warning("Cannot arm a per-pod expiry timer: the kernel's expiry applies to %s", ec->path);
+			return;
+		}
+		e->due = v;
+		e->due_cap = cap;
+	}
+	ec->due = now(e) + after;
+	ec->kind = kind;
+	ec->heap_idx = e->n_due;
+	e->due[e->n_due++] = ec;
+	heap_fix(e, ec->heap_idx);
+	reschedule(e);
+}
+
+static struct expiry_cgroup *find_entry(const struct wbg_expiry *e, uint64_t id)
 {
 	struct expiry_cgroup key = { .id = id }, **p = tfind(&key, &e->cgroups, cmp_leading_u64);
 
@@ -52,35 +134,26 @@ static void entry_free(void *p)
 {
 	struct expiry_cgroup *ec = p;
 
-	sd_event_source_disable_unref(ec->timer);
 	free(ec->path);
 	free(ec);
 }
 
-static int on_sysctl_check(sd_event_source *s, uint64_t usec, void *userdata);
+static void entry_drop(struct wbg_expiry *e, struct expiry_cgroup *ec)
+{
+	disarm(e, ec);
+	tdelete(ec, &e->cgroups, cmp_leading_u64);
+	entry_free(ec);
+}
 
 /* While the sysctl is lowered, look for the admin's changes now and then;
  * otherwise no timer at all. */
 static void sysctl_changed(struct wbg_expiry *e)
 {
-	if (!e->sysctl.lowered) {
-		e->sysctl_check_source = sd_event_source_disable_unref(e->sysctl_check_source);
-		return;
-	}
-	if (!e->sysctl_check_source &&
-	    sd_event_add_time_relative(e->event, &e->sysctl_check_source, CLOCK_MONOTONIC, SYSCTL_CHECK_USEC,
-				       100 * 1000, on_sysctl_check, e) < 0)
-		log_warning("Cannot arm the sysctl check: an admin's change is noticed at the next change of ours");
-}
-
-static int on_sysctl_check(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct wbg_expiry *e = userdata;
-
-	e->sysctl_check_source = sd_event_source_disable_unref(e->sysctl_check_source);
-	(void)sysctl_keeper_check(&e->sysctl);
-	sysctl_changed(e);
-	return 0;
+	if (!e->sysctl.lowered)
+		e->sysctl_check_due = 0;
+	else if (!e->sysctl_check_due)
+		e->sysctl_check_due = now(e) + EXPIRY_SYSCTL_CHECK_USEC;
+	reschedule(e);
 }
 
 static void hold(struct wbg_expiry *e, const char *id, unsigned cs)
@@ -97,58 +170,37 @@ static void release(struct wbg_expiry *e, const char *id)
 	sysctl_changed(e);
 }
 
-int expiry_start(struct wbg_expiry *e, const struct wbg_expiry_deps *deps)
+void expiry_start(struct wbg_expiry *e, const struct wbg_config *cfg, const struct wbg_expiry_ops *ops,
+		  void *userdata)
 {
 	int r;
 
-	*e = (struct wbg_expiry){ .event = deps->event,	  .cfg = deps->cfg,	      .bpf = deps->bpf,
-				  .pool = deps->pool,	  .reg = deps->reg,	      .containers = deps->containers,
-				  .host = deps->host,	  .verdicts = deps->verdicts };
-	r = sysctl_keeper_open(&e->sysctl, e->cfg->proc_sys, e->cfg->state_dir);
-
+	*e = (struct wbg_expiry){ .cfg = cfg, .ops = ops, .userdata = userdata };
+	r = sysctl_keeper_open(&e->sysctl, cfg->proc_sys, cfg->state_dir);
 	/* Without the sysctl the rest still runs: per-pod expiry needs none. */
 	e->sysctl_ok = r >= 0;
 	if (r < 0)
 		log_warning("No %s: the global expiry mechanism and the handover boost are off", WBG_SYSCTL_NAME);
 	sysctl_changed(e);
-	return 0;
 }
 
 void expiry_stop(struct wbg_expiry *e)
 {
-	e->sysctl_check_source = sd_event_source_disable_unref(e->sysctl_check_source);
-	e->boost_source = sd_event_source_disable_unref(e->boost_source);
+	e->sysctl_check_due = e->boost_due = 0;
 	if (e->sysctl_ok)
 		(void)sysctl_keeper_restore(&e->sysctl);
 	tdestroy(e->cgroups, entry_free);
 	e->cgroups = NULL;
+	free(e->due);
+	e->due = NULL;
+	e->n_due = e->due_cap = 0;
 	e->n_policies[0] = e->n_policies[1] = 0;
-}
-
-static void arm_timer(struct expiry_cgroup *ec, uint64_t usec, sd_event_time_handler_t cb)
-{
-	ec->timer = sd_event_source_disable_unref(ec->timer);
-	if (sd_event_add_time_relative(ec->e->event, &ec->timer, CLOCK_MONOTONIC, usec, 10 * 1000, cb, ec) < 0)
-		log_warning("Cannot arm a per-pod expiry timer: the kernel's expiry applies to that pod");
 }
 
 static uint64_t expiry_usec(const struct expiry_cgroup *ec)
 {
 	return (uint64_t)ec->policy.expire_cs * 10 * 1000;
 }
-
-static void resolve(struct wbg_expiry *e, struct expiry_cgroup *ec);
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct expiry_cgroup *ec = userdata;
-
-	ec->timer = sd_event_source_disable_unref(ec->timer);
-	resolve(ec->e, ec);
-	return 0;
-}
-
-static int on_expiry(sd_event_source *s, uint64_t usec, void *userdata);
 
 static void start_policy(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {
@@ -169,7 +221,7 @@ static void start_policy(struct wbg_expiry *e, struct expiry_cgroup *ec)
 		hold(e, ec->holder, ec->policy.expire_cs);
 		return;
 	}
-	if (!e->bpf || wbg_bpf_expiry_arm(e->bpf, ec->id) < 0) {
+	if (e->ops->arm(e->userdata, ec->id) < 0) {
 		e->unsupported++;
 		log_warning("%s: per-pod expiry needs the BPF programs that record what each cgroup dirtied; "
 			    "it has none",
@@ -179,91 +231,50 @@ static void start_policy(struct wbg_expiry *e, struct expiry_cgroup *ec)
 	/* What it dirtied before it was armed (a container writes as soon as
 	 * it starts, its runtime's state may come later): due one expiry from
 	 * now. */
-	if (cg_read_keyed_u64(e->cfg->cgroup_root, ec->path, "memory.stat", "file_dirty", &dirty) >= 0 && dirty > 0)
-		arm_timer(ec, expiry_usec(ec), on_expiry);
+	if (e->ops->read_dirty(e->userdata, ec->path, &dirty) >= 0 && dirty > 0)
+		arm(e, ec, expiry_usec(ec), TIMER_EXPIRY);
 }
 
-/* Whether any runtime keeps containers here: hosts without one never wait
- * for a runtime's state. */
-static bool runtimes_present(const char *const *dirs, unsigned n)
+/* Its policy from its subject s. */
+static void resolve_subject(struct wbg_expiry *e, struct expiry_cgroup *ec, const struct wbg_expiry_subject *s)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (access(dirs[i], F_OK) == 0)
-			return true;
-	return false;
-}
+	char err[256];
 
-/* A container no hook registered, found in its runtime's state (a runtime
- * without hooks: containerd's ctr, Docker): its names (the pod's, from the
- * CRI's annotations) and id go to the container table as the hook's would,
- * for the records, the journal and the metrics' labels. */
-static void note_container(struct wbg_expiry *e, const char *path, const struct wbg_container_state *st)
-{
-	const char *keys[WBG_CONTAINER_ANNOTATIONS_MAX], *values[WBG_CONTAINER_ANNOTATIONS_MAX];
-	size_t n = 0;
-
-	json_object_object_foreach(st->annotations, k, v) {
-		if (n == WBG_CONTAINER_ANNOTATIONS_MAX)
-			break;
-		if (!json_object_is_type(v, json_type_string))
-			continue;
-		keys[n] = k;
-		values[n++] = json_object_get_string(v);
+	if (policy_resolve(e->cfg, s->path, s->unit[0] ? s->unit : NULL, s->has_annotation ? s->annotation : NULL,
+			   &ec->policy, err, sizeof(err)) > 0)
+		start_policy(e, ec);
+	else if (!s->container && s->runtimes_present && ec->retries++ < EXPIRY_RESOLVE_RETRIES)
+		/* Maybe a container whose runtime has not written its state
+		 * yet (runc writes state.json after its init joined the
+		 * cgroup): look again shortly. */
+		arm(e, ec, EXPIRY_RESOLVE_RETRY_USEC, TIMER_RETRY);
+	if (err[0]) {
+		e->policy_errors++;
+		log_warning("%s (container %s, %s): %s%s", s->path, s->container_id, s->runtime, err,
+			    ec->has_policy ? "" : "; the kernel's expiry applies");
 	}
-	if (containers_register(e->containers, path, st->id, st->bundle, keys, values, n) < 0)
-		log_oom();
-	else
-		log_debug("%s: container %s (%s), from its runtime's state", path, st->id, st->runtime);
+	if (!ec->has_policy && ec->heap_idx == NO_TIMER)
+		entry_drop(e, ec); /* nothing to do for it: not kept */
 }
 
 static void resolve(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {
-	struct wbg_container_state st = { 0 };
-	const struct wbg_cgroup *c = registry_find_id(e->reg, ec->id);
-	const struct wbg_container *reg;
-	const char *const *dirs, *annotation = NULL;
-	unsigned n_dirs;
-	char err[256];
-	int found;
+	_cleanup_free_ struct wbg_expiry_subject *s = calloc(1, sizeof(*s));
 
-	if (!c)
+	if (!s) {
+		log_oom();
 		return;
-	/* A container registered through the API (the OCI hook) says it
-	 * first; else its runtime's state on disk. */
-	reg = containers_find(e->containers, c->path);
-	dirs = config_runtime_dirs(e->cfg, &n_dirs);
-	found = reg ? 1 : runtime_state_find(dirs, n_dirs, e->cfg->cgroup_root, c->path, &st);
-	if (reg) {
-		snprintf(st.id, sizeof(st.id), "%s", reg->id);
-		snprintf(st.runtime, sizeof(st.runtime), "hook");
-		annotation = reg->dirty_expire;
-	} else if (found > 0) {
-		annotation = runtime_state_annotation(&st, WBG_EXPIRY_ANNOTATION);
-		note_container(e, c->path, &st);
 	}
-	if (policy_resolve(e->cfg, c->path, c->ident.unit, annotation, &ec->policy, err, sizeof(err)) > 0)
-		start_policy(e, ec);
-	else if (found == 0 && runtimes_present(dirs, n_dirs) && ec->retries++ < RESOLVE_RETRIES)
-		/* Maybe a container whose runtime has not written its state
-		 * yet (runc writes state.json after its init joined the
-		 * cgroup): look again shortly. */
-		arm_timer(ec, RESOLVE_RETRY_USEC, on_retry);
-	if (err[0]) {
-		e->policy_errors++;
-		log_warning("%s (container %s, %s): %s%s", c->path, st.id, st.runtime, err,
-			    ec->has_policy ? "" : "; the kernel's expiry applies");
-	}
-	runtime_state_done(&st);
-	if (!ec->has_policy && !ec->timer) {
-		/* nothing to do for it: not kept */
-		tdelete(ec, &e->cgroups, cmp_leading_u64);
-		entry_free(ec);
-	}
+	if (e->ops->lookup(e->userdata, ec->id, s) < 0)
+		entry_drop(e, ec); /* gone meanwhile */
+	else
+		resolve_subject(e, ec, s);
 }
 
-void expiry_cgroup_populated(struct wbg_expiry *e, const struct wbg_cgroup *c)
+void expiry_cgroup_populated(struct wbg_expiry *e, uint64_t cgroup_id, bool in_scope)
 {
-	struct expiry_cgroup *ec = find_entry(e, c->id);
+	struct expiry_cgroup *ec = find_entry(e, cgroup_id);
+	_cleanup_free_ struct wbg_expiry_subject *s = NULL;
 
 	if (ec) {
 		/* in use again: a global pod holds the sysctl again */
@@ -273,37 +284,44 @@ void expiry_cgroup_populated(struct wbg_expiry *e, const struct wbg_cgroup *c)
 		}
 		return;
 	}
-	if (!c->in_scope || !*c->path)
+	if (!in_scope)
+		return;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		log_oom();
+		return;
+	}
+	if (e->ops->lookup(e->userdata, cgroup_id, s) < 0 || !s->path[0])
 		return;
 	ec = calloc(1, sizeof(*ec));
-	if (!ec || !(ec->path = strdup(c->path))) {
+	if (!ec || !(ec->path = strdup(s->path))) {
 		free(ec);
 		log_oom();
 		return;
 	}
-	ec->id = c->id;
-	ec->e = e;
-	snprintf(ec->holder, sizeof(ec->holder), "%.120s (cgroup %" PRIu64 ")", c->path, c->id);
+	ec->id = cgroup_id;
+	ec->heap_idx = NO_TIMER;
+	snprintf(ec->holder, sizeof(ec->holder), "%.120s (cgroup %" PRIu64 ")", s->path, cgroup_id);
 	if (!tsearch(ec, &e->cgroups, cmp_leading_u64)) {
 		entry_free(ec);
 		log_oom();
 		return;
 	}
-	resolve(e, ec);
+	resolve_subject(e, ec, s);
 }
 
-void expiry_container_registered(struct wbg_expiry *e, const struct wbg_cgroup *c)
+void expiry_container_registered(struct wbg_expiry *e, uint64_t cgroup_id, bool in_scope, bool populated)
 {
-	struct expiry_cgroup *ec = find_entry(e, c->id);
+	struct expiry_cgroup *ec = find_entry(e, cgroup_id);
 
 	if (!ec) {
-		if (c->populated)
-			expiry_cgroup_populated(e, c);
+		if (populated)
+			expiry_cgroup_populated(e, cgroup_id, in_scope);
 		return;
 	}
 	if (ec->has_policy)
 		return; /* already decided; a container's annotations do not change */
-	ec->timer = sd_event_source_disable_unref(ec->timer);
+	disarm(e, ec);
 	resolve(e, ec);
 }
 
@@ -329,47 +347,25 @@ void expiry_cgroup_gone(struct wbg_expiry *e, uint64_t cgroup_id)
 		e->n_policies[ec->policy.mech]--;
 	if (ec->holding)
 		release(e, ec->holder);
-	if (e->bpf)
-		(void)wbg_bpf_expiry_forget(e->bpf, cgroup_id);
-	tdelete(ec, &e->cgroups, cmp_leading_u64);
-	entry_free(ec);
+	e->ops->forget(e->userdata, cgroup_id);
+	entry_drop(e, ec);
 }
 
-/* The pod's data is due: start writing back its own inodes (the same plan
- * as a handover's, from what BPF recorded it dirtied, but no block devices'
- * page cache, which other pods share; syncfs only where inodes cannot be
- * opened by handle). */
-static int on_expiry(sd_event_source *s, uint64_t usec, void *userdata)
+/* The pod's data is due: its own inodes written back. */
+static void run_expiry(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {
-	struct expiry_cgroup *ec = userdata;
-	struct wbg_expiry *e = ec->e;
-	struct wbg_config cfg = *e->cfg; /* shallow: read only */
-	struct wbg_plan plan = { 0 };
-	int r;
+	int n;
 
-	ec->timer = sd_event_source_disable_unref(ec->timer);
 	/* Re-armed first: what the pod dirties from now on starts the next
 	 * round, even while this one runs. */
-	(void)wbg_bpf_expiry_arm(e->bpf, ec->id);
-	cfg.inode_flush = WBG_INODE_FLUSH_ON;
-	cfg.flush_bdev = false;
-	r = handover_plan(ec->id, &cfg, &e->host->mounts, &e->host->bdevs, e->bpf, &plan);
-	if (r < 0) {
-		log_warning_errno(r, "%s: cannot plan its expiry writeback", ec->path);
-		return 0;
+	(void)e->ops->arm(e->userdata, ec->id);
+	n = e->ops->writeback(e->userdata, ec->id, ec->path);
+	if (n < 0) {
+		log_warning_errno(n, "%s: cannot start its expiry writeback", ec->path);
+		return;
 	}
-	for (size_t i = 0; i < plan.n; i++) {
-		if (plan.t[i].kind != FLUSH_FS)
-			continue;
-		if (plan_target_submit(e->pool, &plan.t[i], FLUSH_MODE_EXPIRY, ec->id) < 0) {
-			log_oom();
-			break;
-		}
-		ec->pending++;
-	}
-	log_debug("%s: expiry writeback, %u target%s", ec->path, ec->pending, ec->pending == 1 ? "" : "s");
-	plan_free(&plan);
-	return 0;
+	ec->pending += (unsigned)n;
+	log_debug("%s: expiry writeback, %d target%s", ec->path, n, n == 1 ? "" : "s");
 }
 
 void expiry_dirty_event(struct wbg_expiry *e, uint64_t cgroup_id)
@@ -380,8 +376,8 @@ void expiry_dirty_event(struct wbg_expiry *e, uint64_t cgroup_id)
 		return;
 	if (ec->pending)
 		ec->dirty_pending = true; /* its round starts when this one ends */
-	else if (!ec->timer)
-		arm_timer(ec, expiry_usec(ec), on_expiry);
+	else if (ec->heap_idx == NO_TIMER)
+		arm(e, ec, expiry_usec(ec), TIMER_EXPIRY);
 }
 
 void expiry_job_done(struct wbg_expiry *e, const struct flush_job *j)
@@ -397,36 +393,21 @@ void expiry_job_done(struct wbg_expiry *e, const struct flush_job *j)
 			  j->fell_back ? "fell back to syncfs, " : "", j->stats.inodes_synced, j->result);
 		/* Dirtied again meanwhile, or still dirty: another round, one
 		 * expiry from now. Clean: no timer until BPF says otherwise. */
-		if (ec->dirty_pending ||
-		    (cg_read_keyed_u64(e->cfg->cgroup_root, ec->path, "memory.stat", "file_dirty", &dirty) >= 0 &&
-		     dirty > 0))
-			arm_timer(ec, expiry_usec(ec), on_expiry);
+		if (ec->dirty_pending || (e->ops->read_dirty(e->userdata, ec->path, &dirty) >= 0 && dirty > 0))
+			arm(e, ec, expiry_usec(ec), TIMER_EXPIRY);
 		ec->dirty_pending = false;
 	}
 }
 
-static int on_boost_end(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct wbg_expiry *e = userdata;
-
-	e->boost_source = sd_event_source_disable_unref(e->boost_source);
-	log_info("Handover boost over");
-	release(e, BOOST_HOLDER);
-	return 0;
-}
-
 void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 {
-	uint64_t now = 0;
-
 	/* Interrupted: wbguardd is stopping, and stopping ends with the
 	 * admin's value and no holder (the next start redoes the flush). A
 	 * dying wb dirty again at the check is someone else's writing. */
-	if (!e->cfg->boost_cs || !e->sysctl_ok || e->verdicts->dying_wb == WBG_VERDICT_ACTIVE ||
+	if (!e->cfg->boost_cs || !e->sysctl_ok || e->ops->fallback_active(e->userdata) ||
 	    !handover_wants_boost(h, e->cfg->flush))
 		return;
-	(void)sd_event_now(e->event, CLOCK_MONOTONIC, &now);
-	if (!boost_limit_take(&e->boost_limit, h->tenant, now)) {
+	if (!boost_limit_take(&e->boost_limit, h->tenant, now(e))) {
 		/* logged at 1, 2, 4...: a tenant failing flushes writes a few lines */
 		if (!(e->boost_limit.refused & (e->boost_limit.refused - 1)))
 			log_notice("Handover %" PRIu64 " of %s did not end cleanly (%s), but its tenant boosted %u times "
@@ -441,13 +422,34 @@ void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 		 e->cfg->boost_window_usec / 1000000);
 	hold(e, BOOST_HOLDER, e->cfg->boost_cs);
 	/* a later removal extends the window */
-	e->boost_source = sd_event_source_disable_unref(e->boost_source);
-	if (sd_event_add_time_relative(e->event, &e->boost_source, CLOCK_MONOTONIC, e->cfg->boost_window_usec,
-				       100 * 1000, on_boost_end, e) < 0) {
-		/* a boost that could not end is no boost */
-		log_warning("Cannot arm the boost's end; not boosting");
+	e->boost_due = now(e) + e->cfg->boost_window_usec;
+	reschedule(e);
+}
+
+void expiry_tick(struct wbg_expiry *e)
+{
+	uint64_t t = now(e);
+
+	while (e->n_due && e->due[0]->due <= t) {
+		struct expiry_cgroup *ec = e->due[0];
+
+		disarm(e, ec);
+		if (ec->kind == TIMER_RETRY)
+			resolve(e, ec);
+		else
+			run_expiry(e, ec);
+	}
+	if (e->sysctl_check_due && e->sysctl_check_due <= t) {
+		e->sysctl_check_due = 0;
+		(void)sysctl_keeper_check(&e->sysctl);
+		sysctl_changed(e);
+	}
+	if (e->boost_due && e->boost_due <= t) {
+		e->boost_due = 0;
+		log_info("Handover boost over");
 		release(e, BOOST_HOLDER);
 	}
+	reschedule(e);
 }
 
 /* the help text below says so */
