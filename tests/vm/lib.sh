@@ -79,3 +79,40 @@ metric() { awk -v k="$1" '$1 == k {print $2}' /wbg-out/metrics.txt; }
 verdict() { grep "^wbguard_kernel_$1{state=" /wbg-out/metrics.txt | awk '$2 == 1' | sed 's/.*state="\([a-z]*\)".*/\1/'; }
 # fgt A B: A > B as numbers (decimals allowed); empty counts as 0.
 fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
+
+# kill_while_watched PAUSE_STALLED STALLED_JSON: on-evidence, wbstall's old
+# cgroup removed dirty; wbguardd killed -9 while it is watched and started
+# again before the replacement writes (--pause 8). The restart flushes what
+# the watch's pending record named (recovered), so the replacement does not
+# stall: its balance_dirty_pages pause under a quarter of PAUSE_STALLED
+# (the unguarded run's). The kernel's flusher is held off meanwhile, so the
+# dying wb is still dirty at the restart.
+kill_while_watched() {
+	local pause_stalled=$1 stalled=$2 ws i r p wb
+	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
+	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --pause 8 --dir /mnt/ext4 --mode removed \
+		--json /wbg-out/killed.json >/dev/null &
+	ws=$!
+	i=0
+	until { scrape_metrics && [ "$(metric wbguard_dying_watched)" = 1 ]; } || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+	check "kill: the removed cgroup is watched" test "$(metric wbguard_dying_watched)" = 1
+	check "kill: its pending record is in the state dir" sh -c 'ls /run/wbguard/pending-*.json >/dev/null 2>&1'
+	kill -KILL $DAEMON
+	wait $DAEMON 2>/dev/null
+	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
+	check "kill: restarted" test $? = 0
+	wait $ws
+	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+	r=$(grep '"trigger":"recovered"' /run/wbguard/handovers.jsonl | grep '"cgroup":"wbstall/old"' | tail -1)
+	echo "# recovered: $(echo "$r" | jq -c '{outcome, targets, cleanup_rerun}')"
+	check "kill: the restart flushed what the watch's record named (recovered, flushed)" \
+		test "$(echo "$r" | jq -r .outcome)" = flushed
+	scrape_metrics
+	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
+	echo "# killed and restarted: the replacement's pause ${p:-0} s (unguarded: ${pause_stalled:-0} s), worst lag $(jqv /wbg-out/killed.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/killed.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded: $(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent'))"
+	check "kill: the replacement's pause time under a quarter of the unguarded run's" \
+		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	daemon_stop
+}

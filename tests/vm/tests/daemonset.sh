@@ -71,6 +71,8 @@ scenario() {
 	# the probes' endpoints, where the manifest points them
 	[ "$(curl -sf http://127.0.0.1:9573/livez)" = ok ] && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
 		res="$res probes=ok" || res="$res probes=FAIL"
+	# without CAP_DAC_READ_SEARCH, opening by handle is refused: said
+	res="$res handles=$(awk '$1 == "wbguard_flush_inode_handles_available" {print $2}' /wbg-out/pod-$name.prom)"
 	attached=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-$name.prom)
 	echo "# $name: $attached BPF programs attached" >&2
 	[ "${attached:-0}" -ge "${FULL_ATTACHED:-1}" ] && res="$res bpf=ok" || res="$res bpf=FAIL"
@@ -163,6 +165,8 @@ echo "# with the manifest as it is: $full"
 for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
+check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \
+	sh -c "echo '$full' | grep -q 'handles=0'"
 sed 's/^/#/' /wbg-out/notes.txt; : >/wbg-out/notes.txt
 # Taking one away, the first thing that breaks is enough.
 QUICK=1

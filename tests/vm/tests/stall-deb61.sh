@@ -58,6 +58,13 @@ check "on-evidence: the old cgroup flushed on evidence, at the evidence" \
 check "on-evidence: pause time under a quarter of the stalled run's" fgt "$pause_off" "$(awk -v p="${pause_ev:-0}" 'BEGIN { print p * 4 }')"
 daemon_stop
 
+# A watch survives a kill: wbguardd killed -9 while the removed cgroup is
+# watched (a liveness restart, an OOM kill), started again before the
+# replacement writes. 6.1 has no wb_stats, so only the pending record the
+# watch left in the state dir says what to flush; the restart flushes it
+# (recovered) and the replacement does not stall.
+kill_while_watched "$pause_off" /wbg-out/r.json
+
 "$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
 check "verify exits 1 (missing) on 6.1" test $? = 1
 check "verify: bdev missing on 6.1" test "$(jq -r .bdev_foreign_flush.state /wbg-out/verify.json)" = missing

@@ -128,6 +128,10 @@ check "on-evidence: the evidence counted" test "$(metric wbguard_dying_evidence_
 check "on-evidence: the mode in effect exported" test "$(metric 'wbguard_flush_mode{mode="on-evidence"}')" = 1
 daemon_stop
 
+# A watch survives a kill -9 (6.12: wb_stats could find it too; the
+# pending record names it first).
+kill_while_watched "$pause_off" /wbg-out/ext4.json
+
 # The active probe: the same verdict, quickly, and nothing left behind, even
 # when interrupted.
 # (Whether the replacement goes over its dirty limit, so that the kernel
