@@ -97,7 +97,49 @@ static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct
 struct inflight {
 	__u64 cgroup_id;
 	__u32 target_state;
+	__u32 bdi_dev;
 };
+
+/* Set by user space while it handles the stall of cgroups it does not
+ * watch (mitigating, on-evidence or eager alike). */
+__u32 stall_events = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_STALL_REPORTED_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} stall_reported SEC(".maps");
+
+/* One event per dying cgroup, whatever rate its foreign flushes fail at. */
+static __always_inline void stall_report(__u64 id, __u32 bdi_dev)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct wbg_rmdir_event *e;
+
+	if (bpf_map_update_elem(&stall_reported, &id, &now, BPF_NOEXIST) != 0) {
+		total_add(WBG_T_STALL_REPEATS, 1);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	if (!e) {
+		bpf_map_delete_elem(&stall_reported, &id); /* the next one tries again */
+		total_add(WBG_T_LIFE_LOST, 1);
+		return;
+	}
+	e->kind = WBG_LIFE_STALL;
+	e->cgroup_id = id;
+	e->level = 0;
+	e->root = 0;
+	e->dev = bdi_dev;
+	e->ino = 0;
+	e->gen = 0;
+	e->pad = 0;
+	e->dirtier = bpf_get_current_cgroup_id();
+	e->path[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+	total_add(WBG_T_STALL_EVENTS, 1);
+}
 
 /* Per task: what wb_get_lookup() saw while the task is inside
  * cgroup_writeback_by_id(); fexit reads and deletes it. */
@@ -137,6 +179,7 @@ int BPF_PROG(wbid_lookup, struct backing_dev_info *bdi, struct cgroup_subsys_sta
 		return 0;
 	in->cgroup_id = BPF_CORE_READ(css, cgroup, kn, id);
 	in->target_state = (BPF_CORE_READ(css, flags) & CSS_ONLINE) ? WBG_TARGET_LIVE : WBG_TARGET_DYING;
+	in->bdi_dev = BPF_CORE_READ(bdi, dev, devt);
 	return 0;
 }
 
@@ -149,18 +192,22 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 	struct wbg_wbid_counts *c, zero = {};
 	__u32 result = ret == 0 ? WBG_WBID_OK : ret == -2 /* ENOENT */ ? WBG_WBID_ENOENT : WBG_WBID_OTHER;
 	__u64 cgroup_id = 0;
-	__u32 state = WBG_TARGET_UNKNOWN;
+	__u32 state = WBG_TARGET_UNKNOWN, bdi_dev = 0;
 
 	if (in) {
 		cgroup_id = in->cgroup_id;
 		state = in->target_state % 3;
+		bdi_dev = in->bdi_dev;
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
 	total_add(WBG_T_WBID + result * 3 + state, 1);
 	/* the stall itself, for a watched dying cgroup: whichever way armed */
-	if (result == WBG_WBID_ENOENT && state == WBG_TARGET_DYING && dying_watched) {
-		dying_fire(cgroup_id, WBG_DYING_ARMED, 1, NULL);
-		dying_fire(cgroup_id, WBG_DYING_ARMED_STALL, 1, NULL);
+	if (result == WBG_WBID_ENOENT && state == WBG_TARGET_DYING) {
+		if (dying_watched && bpf_map_lookup_elem(&dying_watch, &cgroup_id)) {
+			dying_fire(cgroup_id, WBG_DYING_ARMED, 1, NULL);
+			dying_fire(cgroup_id, WBG_DYING_ARMED_STALL, 1, NULL);
+		} else if (stall_events && cgroup_id)
+			stall_report(cgroup_id, bdi_dev);
 	}
 	c = lookup_or_init(&wbid_results, &cgroup_id, &zero);
 	/* one flat index, kept from being folded away so that the verifier

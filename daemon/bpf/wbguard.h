@@ -101,6 +101,8 @@ enum wbg_total {
 	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */
 	WBG_T_LIFE_LOST,              /* removals/releases the full ring buffer dropped */
 	WBG_T_DEVSET_INSERTS,         /* cgroup_devs entries created (user space counts its deletes) */
+	WBG_T_STALL_EVENTS,           /* WBG_LIFE_STALL events sent */
+	WBG_T_STALL_REPEATS,          /* -ENOENT for a cgroup already reported, only counted */
 	_WBG_TOTAL_MAX,
 };
 
@@ -118,7 +120,15 @@ enum wbg_life_kind {
 	WBG_LIFE_RELEASE = 1, /* released: gone, every css of it freed */
 	WBG_LIFE_DIRTY = 2,   /* a watched pod dirtied a page (its expiry clock starts) */
 	WBG_LIFE_EVIDENCE = 3, /* a live cgroup dirtied an inode still on a watched dying wb */
+	WBG_LIFE_STALL = 4,    /* a foreign flush to a dying cgroup nothing watches got -ENOENT */
 };
+
+/* The stall itself, for dying cgroups wbguardd has no handover for (it was
+ * down at their removal, forgot them, or refused them): the first -ENOENT
+ * foreign flush to each sends one WBG_LIFE_STALL event (its dev: the bdi's
+ * device); later ones for the same cgroup only count, until user space
+ * forgets it (its handover ended). */
+#define WBG_STALL_REPORTED_MAX 4096
 
 /* Per-pod expiry: user space arms a pod's cgroup; its next dirtying fires
  * one WBG_LIFE_DIRTY event and disarms it. */

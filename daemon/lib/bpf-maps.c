@@ -420,6 +420,27 @@ int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only)
 	return -errno;
 }
 
+bool wbg_bpf_stall_supported(const struct wbg_bpf *b)
+{
+	return b && (b->groups & WBG_BPF_RMDIR) && b->rmdir_rb && (b->groups & WBG_BPF_WBID) &&
+	       wbg_bpf_attached(b, "wbid_exit") > 0 && wbg_bpf_attached(b, "wbid_lookup") > 0;
+}
+
+void wbg_bpf_stall_enable(struct wbg_bpf *b, bool on)
+{
+	if (wbg_bpf_stall_supported(b))
+		b->skel->bss->stall_events = on;
+}
+
+int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (!wbg_bpf_stall_supported(b))
+		return 0;
+	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.stall_reported), &cgroup_id) == 0)
+		return 0;
+	return errno == ENOENT ? 0 : -errno;
+}
+
 int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 {
 	if (!wbg_bpf_dying_supported(b))

@@ -106,6 +106,13 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
 bool wbg_bpf_dying_supported(const struct wbg_bpf *b);
 int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only);
 int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id);
+/* The stall as evidence: whether this kernel reports -ENOENT foreign flushes
+ * to dying cgroups (the fexit program attached, and the ring), and turning
+ * the WBG_LIFE_STALL events on or off. A cgroup's stall is reported once
+ * until stall_forget (its handover ended). */
+bool wbg_bpf_stall_supported(const struct wbg_bpf *b);
+void wbg_bpf_stall_enable(struct wbg_bpf *b, bool on);
+int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one
  * WBG_LIFE_DIRTY event on the lifecycle ring buffer and disarms it. */

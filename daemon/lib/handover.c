@@ -14,7 +14,7 @@ static const char *const triggers[] = {
 	[WBG_TRIGGER_POPULATED_0] = "populated-0", [WBG_TRIGGER_STOP_JOB] = "job",
 	[WBG_TRIGGER_REMOVED] = "removed",	   [WBG_TRIGGER_RESCAN] = "rescan",
 	[WBG_TRIGGER_API] = "api",		   [WBG_TRIGGER_RMDIR_BPF] = "rmdir-bpf",
-	[WBG_TRIGGER_RECOVERED] = "recovered",
+	[WBG_TRIGGER_RECOVERED] = "recovered", [WBG_TRIGGER_STALL] = "stall",
 };
 
 static const char *const outcomes[] = {

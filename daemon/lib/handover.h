@@ -31,6 +31,7 @@ enum wbg_trigger {
 	WBG_TRIGGER_API,
 	WBG_TRIGGER_RMDIR_BPF, /* a removal only the cgroup_rmdir tracepoint saw */
 	WBG_TRIGGER_RECOVERED, /* in flight when the previous wbguardd was killed */
+	WBG_TRIGGER_STALL,     /* the stall itself: a failed foreign flush to a dying cgroup nothing covered */
 	_WBG_TRIGGER_MAX,
 };
 
@@ -86,6 +87,7 @@ struct wbg_handover {
 	unsigned flushes;            /* flushes started while watched */
 	uint64_t t_watch_added, t_watch, t_last_flush;
 	uint64_t t_evidence;         /* the first evidence */
+	dev_t stall_dev;             /* the stall's bdi: what to flush when BPF has nothing of it */
 	struct wbg_inode_key evidence_inode; /* the last one BPF named (ino 0: none, or a stall) */
 	struct {
 		unsigned major, minor;

@@ -66,6 +66,14 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_counter(f, "wbguard_dying_evidence_inodes_added_total",
 		       "Evidence flushes that wrote the inode the evidence named although its record was gone.",
 		       st->evidence_inodes_added);
+	metric_family(f, "wbguard_stall_reports_total", "counter",
+		      "Failed foreign flushes to dying cgroups nothing watched, as BPF reported them (once per "
+		      "cgroup): a handover started, one covered it already, the device's rate was used up, or "
+		      "mitigation was off.");
+	fprintf(f, "wbguard_stall_reports_total{result=\"started\"} %" PRIu64 "\n", st->stall_started);
+	fprintf(f, "wbguard_stall_reports_total{result=\"covered\"} %" PRIu64 "\n", st->stall_covered);
+	fprintf(f, "wbguard_stall_reports_total{result=\"capped\"} %" PRIu64 "\n", st->stall_capped);
+	fprintf(f, "wbguard_stall_reports_total{result=\"off\"} %" PRIu64 "\n", st->stall_off);
 	metric_counter(f, "wbguard_handover_invalid_steps_total",
 		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);
 }

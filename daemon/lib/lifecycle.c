@@ -143,6 +143,8 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 	hs->stats.flushed_device_bytes += h->device_bytes;
 	if (tdelete(h, &hs->active, cmp_leading_u64))
 		hs->n_active--;
+	if (h->trigger == WBG_TRIGGER_STALL && !h->was_watched) /* (unwatching forgot a watched one) */
+		hs->ops->kernel->disarm(hs->userdata, h->cgroup_id); /* its next stall is news again */
 	if (h->pending_saved)
 		hs->ops->flusher->pending_drop(hs->userdata, h->id);
 	hs->stats.by[h->trigger][h->outcome]++;
@@ -239,8 +241,10 @@ static void flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
 	hs->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
-		r = hs->ops->flusher->plan_mounts(hs->userdata, &plan);
-		plan.source = "mounts";
+		/* a stall's handover: the stalled device's filesystem, not every one */
+		r = h->stall_dev ? hs->ops->flusher->plan_recorded(hs->userdata, &h->stall_dev, &(bool){ false }, 1, &plan)
+				 : hs->ops->flusher->plan_mounts(hs->userdata, &plan);
+		plan.source = h->stall_dev ? "stall device" : "mounts";
 	}
 	/* the inode the writer is waiting on, whatever the LRU kept */
 	if (r >= 0 && inodes && h->evidence_inode.ino && plan_add_inode(&plan, &h->evidence_inode) > 0)

@@ -151,6 +151,7 @@ struct wbg_lifecycle_stats {
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
 	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
+	uint64_t stall_started, stall_covered, stall_capped, stall_off; /* lifecycle_stall() */
 	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
 };
 
@@ -184,6 +185,12 @@ struct wbg_lifecycle {
 	size_t n_watched, watch_cap;
 	uint64_t watch_due;
 	struct wbg_watch_stats watch_stats;
+	/* stall handovers per device: a token bucket each (lifecycle-stall.c) */
+	struct {
+		dev_t dev;
+		unsigned tokens;
+		uint64_t refilled;
+	} stall_rate[16];
 	struct wbg_waiter *waiters;
 	unsigned n_waiters;
 	struct wbg_recent recent[WBG_RECENT_MAX];
@@ -233,6 +240,16 @@ bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_
  * handover's cgroup, for the log. */
 int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
 		       const char **ret_path);
+/* The stall itself: the kernel failed a foreign flush to the dying cgroup
+ * cgroup_id (its bdi on bdi_dev), which no handover covers: wbguardd was
+ * down at its removal, forgot it, or refused it. A handover (trigger
+ * stall) starts: watched like any removal on-evidence, and flushed at once
+ * (its own inodes where BPF still has them, else the filesystem on that
+ * device, budgeted like any syncfs). path: its cgroup's, where known.
+ * Returns 1 when one started; 0 when one covers it already or mitigation
+ * is off (counted); -EBUSY: that device's rate of them is used up
+ * (counted; the next failed flush reports it again). */
+int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev);
 /* The kernel released the cgroup: its wbs are gone with it. */
 void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id);
 /* Whether its dying wb is watched (what it dirtied is needed then). */

@@ -143,7 +143,7 @@ static void print_daemon(struct json_object *d)
 {
 	struct json_object *v;
 	const char *keys[] = { "version", "dying_wb_fallback", "bdev_foreign_flush", "mitigating", "bpf", "system_bus",
-			       "tracked_cgroups", "registered_containers", "active_handovers", "handovers_total",
+			       "stall_evidence", "tracked_cgroups", "registered_containers", "active_handovers", "handovers_total",
 			       "flushed_device_bytes" };
 
 	printf("wbguardd:\n");

@@ -230,10 +230,14 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 	CHECK_ROOT(msg, error);
 	(void)sysctl_keeper_read(expiry_sysctl(&m->expiry), &cur);
 	return sd_bus_reply_method_return(
-		msg, "a{sv}", 12, "version", "s", WBGUARD_VERSION, "dying_wb_fallback", "s",
+		msg, "a{sv}", 13, "version", "s", WBGUARD_VERSION, "dying_wb_fallback", "s",
 		wbg_verdict_to_string(m->verdicts.dying_wb), "bdev_foreign_flush", "s",
 		wbg_verdict_to_string(m->verdicts.bdev_flush), "mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL,
-		"system_bus", "b", m->bus_name_owned, "tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
+		"system_bus", "b", m->bus_name_owned,
+		/* whether removals it never saw (down, forgotten, refused) are
+		 * covered too, through the stall itself */
+		"stall_evidence", "s", wbg_bpf_stall_supported(m->bpf) ? "yes" : "no: only removals seen live are protected",
+		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
 		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->lifecycle.n_active,
 		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",
 		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur);

@@ -4,6 +4,7 @@
  * kernel saw, releases, dirtying of armed cgroups, evidence) and systemd
  * (jobs and stops, mapped to the tracked cgroups). */
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -83,6 +84,14 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 				 " on %u:%u, still on the dying wb of %s",
 				 (uint64_t)e->dirtier, (uint64_t)e->ino, WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev),
 				 owner ? owner : "a removed cgroup");
+		return 0;
+	}
+	case WBG_LIFE_STALL: {
+		/* the path, where the departed cgroups still have it */
+		const char *p = series_cgroup_path(&m->series, e->cgroup_id);
+
+		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "",
+				      makedev(WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev)));
 		return 0;
 	}
 	default:

@@ -139,6 +139,7 @@ static void op_disarm(void *userdata, uint64_t cgroup_id)
 	struct manager *m = userdata;
 
 	(void)wbg_bpf_dying_forget(m->bpf, cgroup_id);
+	(void)wbg_bpf_stall_forget(m->bpf, cgroup_id); /* its next stall is news again */
 }
 
 static void op_forget(void *userdata, uint64_t cgroup_id)

@@ -63,6 +63,8 @@ void manager_refresh_verdict(struct manager *m)
 			 wbg_verdict_to_string(m->verdicts.dying_wb));
 	}
 	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
+	/* the stall of cgroups nothing watches is news only while mitigating */
+	wbg_bpf_stall_enable(m->bpf, m->mitigating && m->cfg.flush);
 }
 
 static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -235,6 +235,15 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 			       "Cgroup removals and releases the BPF ring buffer had no room for (inotify still "
 			       "reports removals; a lost release leaves series until the LRU evicts them).",
 			       t[WBG_T_LIFE_LOST]);
+	if (attached(m, "wbid_exit")) {
+		metric_counter(f, "wbguard_kernel_stall_reports_total",
+			       "Dying cgroups nothing watched whose foreign flush got -ENOENT, reported to wbguardd "
+			       "(once each until its handover ends).",
+			       t[WBG_T_STALL_EVENTS]);
+		metric_counter(f, "wbguard_kernel_stall_repeats_total",
+			       "-ENOENT foreign flushes to a dying cgroup already reported: counted only.",
+			       t[WBG_T_STALL_REPEATS]);
+	}
 	if (m->per_cgroup && attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
 	for (unsigned i = 0; i < _ROWS_MAX; i++) /* the families not written */

@@ -346,6 +346,59 @@ static void test_boost(void)
 	CHECK(l.evicted >= 2, "more tenants than the table: the least recently seen make room (counted)");
 }
 
+static void test_stall(void)
+{
+	struct wbg_handover *h;
+	unsigned disarmed;
+	int started = 0, capped = 0;
+
+	setup(true);
+	hs.mitigating = false;
+	CHECK(lifecycle_stall(&hs, 90, "", makedev(253, 0)) == 0 && hs.n_active == 0 && hs.stats.stall_off == 1,
+	      "a stall while not mitigating: nothing started, counted");
+	hs.mitigating = true;
+	x.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
+	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0)) == 1 && hs.n_active == 1 && hs.n_watched == 1,
+	      "a stall nothing covered: a handover, watched like any removal on-evidence");
+	h = hs.watched[0];
+	CHECK(h->trigger == WBG_TRIGGER_STALL && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 &&
+		      x.sub[0].dev == makedev(253, 0) && h->evidence == 1,
+	      "flushed at once: the stalled device's filesystem (the stall is its evidence)");
+	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0)) == 0 && hs.stats.stall_covered == 1 && x.n_sub == 1,
+	      "reported again while its handover runs: covered, counted, nothing more");
+	disarmed = x.disarmed;
+	job_done(h->id, 0);
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_STALL && x.last_outcome == WBG_OUTCOME_FLUSHED &&
+		      x.disarmed == disarmed + 1,
+	      "flushed, cleaned up, clean: recorded (trigger stall), and BPF may report its next stall");
+	teardown();
+
+	/* a cgroup whose removal is watched: its own arming covers it */
+	setup(true);
+	(void)watched(91, "k/watched");
+	CHECK(lifecycle_stall(&hs, 91, "k/watched", makedev(253, 0)) == 0 && hs.stats.stall_covered == 1 &&
+		      x.n_sub == 0,
+	      "a stall of a watched cgroup: covered, no second handover");
+	teardown();
+
+	/* a rate per device */
+	setup(true);
+	x.plan_targets = 0;
+	for (uint64_t id = 100; id < 120; id++) {
+		int r = lifecycle_stall(&hs, id, "", makedev(253, 0));
+
+		started += r == 1;
+		capped += r == -EBUSY;
+	}
+	CHECK(started == 16 && capped == 4 && hs.stats.stall_capped == 4,
+	      "20 stalls on one device at once: 16 started, 4 refused and counted");
+	CHECK(lifecycle_stall(&hs, 200, "", makedev(8, 0)) == 1, "another device still has its own");
+	x.now += S;
+	CHECK(lifecycle_stall(&hs, 120, "", makedev(253, 0)) == 1, "a second later the device has room again");
+	teardown();
+}
+
 int main(void)
 {
 	if (world_open() < 0)
@@ -358,6 +411,7 @@ int main(void)
 	test_flush_requests();
 	test_stop_keeps();
 	test_boost();
+	test_stall();
 	world_close();
 	return tap_done();
 }
