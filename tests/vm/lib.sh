@@ -116,3 +116,63 @@ kill_while_watched() {
 		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
 	daemon_stop
 }
+
+# unseen_removals PAUSE_STALLED STALLED_JSON [NO_WBSTATS]: the removals
+# wbguardd never saw or refused, covered by the stall itself, each against
+# the unguarded run (PAUSE_STALLED, STALLED_JSON). NO_WBSTATS=1: debugfs
+# unmounted, so that a restart's recovery cannot find the dying wb (as on
+# kernels before 6.10) and only the stall tells.
+#  (b) wbguardd stopped while the old cgroup writes, started after its
+#      removal, before the replacement writes;
+#  (c) the removal past [flush] watch_max (a removal watched already fills
+#      the table): flushed at once instead.
+unseen_removals() {
+	local pause_stalled=$1 stalled=$2 no_wbstats=${3:-} ws i r p wb
+	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
+	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --pause 8 --dir /mnt/ext4 --mode removed \
+		--json /wbg-out/unseen.json >/dev/null &
+	ws=$!
+	sleep 1
+	daemon_stop
+	i=0; while [ -d /sys/fs/cgroup/wbstall/old ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	check "unseen: the old cgroup was removed while wbguardd was down" test ! -d /sys/fs/cgroup/wbstall/old
+	[ -n "$no_wbstats" ] && umount /sys/kernel/debug
+	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
+	wait $ws
+	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
+	r=$(grep '"cgroup_id":' /run/wbguard/handovers.jsonl | jq -c 'select(.trigger == "stall" or .trigger == "recovered")' | tail -1)
+	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}')"
+	scrape_metrics
+	check "unseen: covered by the stall itself${no_wbstats:+ (no wb_stats: nothing else could find it)}, or by the restart's recovery" \
+		sh -c "echo '$r' | jq -e 'select(.outcome == \"flushed\" and (.trigger == \"stall\" or (.trigger == \"recovered\" and \"$no_wbstats\" == \"\")))' >/dev/null"
+	[ -n "$no_wbstats" ] && check "unseen, no wb_stats: one stall handover for the cgroup (later -ENOENT only counted)" \
+		test "$(metric 'wbguard_stall_reports_total{result="started"}')" = 1
+	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
+	echo "# unseen${no_wbstats:+ (no wb_stats)}: the replacement's pause ${p:-0} s (unguarded: ${pause_stalled:-0} s), worst lag $(jqv /wbg-out/unseen.json .new.worst_lag_s) s, append $(jqv /wbg-out/unseen.json .new.elapsed_s) s, -ENOENT $(jqv /wbg-out/unseen.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded: $(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent'))"
+	check "unseen: the replacement's pause time under a quarter of the unguarded run's" \
+		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	daemon_stop
+
+	# (c) past watch_max: a removal already fills the table
+	printf '[flush]\nwatch_max = 1\n' >/tmp/max1.conf
+	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD" --config /tmp/max1.conf
+	mkdir /sys/fs/cgroup/filler
+	sh -c 'echo $$ >/sys/fs/cgroup/filler/cgroup.procs; exec dd if=/dev/zero of=/mnt/ext4/filler bs=1M count=4 status=none'
+	rmdir /sys/fs/cgroup/filler
+	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed \
+		--json /wbg-out/full.json >/dev/null
+	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+	scrape_metrics
+	r=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+	echo "# past watch_max: $(echo "$r" | jq -c '{trigger, outcome, first_flush_s, removed_s}')"
+	check "past watch_max: refused (counted), flushed at its removal" \
+		sh -c "[ '$(metric wbguard_dying_watch_full_total)' -ge 1 ] && [ '$(echo "$r" | jq -r .outcome)' = flushed ]"
+	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
+	echo "# past watch_max: the replacement's pause ${p:-0} s, worst lag $(jqv /wbg-out/full.json .new.worst_lag_s) s, append $(jqv /wbg-out/full.json .new.elapsed_s) s, -ENOENT $(jqv /wbg-out/full.json '.cgroup_writeback_by_id.old_target.enoent // 0')"
+	check "past watch_max: the replacement's pause time under a quarter of the unguarded run's" \
+		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	daemon_stop
+	rm -f /mnt/ext4/filler
+}

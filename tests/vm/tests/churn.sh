@@ -43,6 +43,9 @@ for mode in eager on-evidence; do
 		check "$mode: cleanup cycles batched (fewer than the removals)" test "${cycles:-0}" -ge 1 -a "${cycles:-0}" -lt "$n"
 		check "$mode: nothing watched any more" test "$(metric wbguard_dying_watched)" = 0
 	fi
+	# every removal was seen live: the stall path never fires
+	check "$mode: no stall handover, no stall reported ($(metric 'wbguard_stall_reports_total{result="started"}'))" \
+		sh -c "[ '$(metric 'wbguard_stall_reports_total{result="started"}')' = 0 ] && [ '$(metric wbguard_kernel_stall_reports_total)' = 0 ]"
 	total=$(grep '^wbguard_handovers_total{' /wbg-out/metrics.txt | awk '{s += $2} END {print s}')
 	check "$mode: the handover counters agree with the records ($total)" test "$total" = "$(grep -c '' /run/wbguard/handovers.jsonl)"
 	check "$mode: the 200 held cgroups are tracked meanwhile" \
