@@ -2,10 +2,14 @@
 /*
  * wbguard-oci-hook: OCI runtime hook.
  *
- *   createRuntime  checks the container's state and config.json (a
- *                  malformed one is an error naming the field, exit 1),
- *                  resolves its cgroup and registers the container with
- *                  wbguardd (id, cgroup, bundle, annotations).
+ *   createRuntime  checks the container's state and config.json, resolves
+ *                  its cgroup and registers the container with wbguardd
+ *                  (id, cgroup, bundle, annotations). Input it cannot
+ *                  take is logged, naming the field, and the container
+ *                  runs (exit 0): a best-effort agent never refuses a
+ *                  container the runtime would run. A config.json it
+ *                  cannot read is registered by its init's cgroup alone.
+ *                  --strict: exit 1 instead, for operators who want it.
  *   poststop       asks wbguardd to write back the container's cgroup now
  *                  and waits, bounded by --timeout. If wbguardd is not
  *                  there (or does not know the container) it does it
@@ -48,8 +52,8 @@ static void help(void)
 	       "OCI hook for wbguard. Reads the container's state (runtime-spec) on stdin.\n\n"
 	       "Stages (default: from the state's status):\n"
 	       "  createRuntime  check the state and the bundle's config.json, resolve the\n"
-	       "                 container's cgroup, register it with wbguardd; malformed\n"
-	       "                 input: exit 1\n"
+	       "                 container's cgroup, register it with wbguardd; input it\n"
+	       "                 cannot take is logged and the container runs (exit 0)\n"
 	       "  poststop       have wbguardd write back the container's cgroup now and\n"
 	       "                 wait; without wbguardd, syncfs the filesystems under its\n"
 	       "                 writable mounts and rootfs; bounded by --timeout; always\n"
@@ -58,7 +62,9 @@ static void help(void)
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
 	       "     --timeout SEC   bound on each stage's work (default 5)\n"
-	       "     --socket PATH   wbguardd's control socket (default " WBG_CONTROL_SOCKET ")\n");
+	       "     --socket PATH   wbguardd's control socket (default " WBG_CONTROL_SOCKET ")\n"
+	       "     --strict        createRuntime: exit 1 on input it cannot take (the runtime\n"
+	       "                     then refuses the container)\n");
 }
 
 static int load_config(const struct oci_state *s, struct oci_config *ret, char *err, size_t errlen)
@@ -131,6 +137,7 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 }
 
 static const char *arg_socket = WBG_CONTROL_SOCKET;
+static bool arg_strict;
 
 /* The stage's deadline bounds everything it does with wbguardd. A healthy
  * wbguardd authenticates in milliseconds: one that has not within a quarter
@@ -273,10 +280,13 @@ static void daemon_register(const struct oci_state *s, const struct oci_config *
 		r = sd_bus_message_append(req, "sss", s->id, cgroup, s->bundle);
 	if (r >= 0)
 		r = sd_bus_message_open_container(req, 'a', "{ss}");
-	/* config.json's annotations; the state's are the same by the spec */
-	json_object_object_foreach(c->annotations, k, v)
-		if (r >= 0 && json_object_is_type(v, json_type_string))
-			r = sd_bus_message_append(req, "{ss}", k, json_object_get_string(v));
+	/* config.json's annotations; the state's are the same by the spec
+	 * (none when config.json could not be read) */
+	if (c && c->annotations) {
+		json_object_object_foreach(c->annotations, k, v)
+			if (r >= 0 && json_object_is_type(v, json_type_string))
+				r = sd_bus_message_append(req, "{ss}", k, json_object_get_string(v));
+	}
 	if (r >= 0)
 		r = sd_bus_message_close_container(req);
 	if (r >= 0)
@@ -302,13 +312,32 @@ static int create_runtime(const struct oci_state *s, uint64_t deadline)
 		log_warning("container %s: %s: beyond the hook's limits; not registered", s->id, err);
 		return 0;
 	}
-	if (r < 0)
+	if (r < 0 && arg_strict)
 		return log_error_errno(EINVAL, "container %s: %s", s->id, err);
+	if (r < 0) {
+		/* what the runtime runs is its business: register what can be
+		 * known without config.json, its init's cgroup */
+		oci_config_done(&c);
+		if (s->pid > 0 && pid_cgroup(s->pid, actual, sizeof(actual)) >= 0) {
+			log_warning("container %s: %s; registered by its init's cgroup /%s, without annotations", s->id,
+				    err, actual);
+			daemon_register(s, NULL, actual, deadline);
+		} else
+			log_warning("container %s: %s; not registered", s->id, err);
+		return 0;
+	}
 	r = c.cgroups_path[0] ? oci_cgroup_path(c.cgroups_path, cg, sizeof(cg)) : -ENOENT;
-	if (r < 0 && r != -ENOENT) {
+	if (r < 0 && r != -ENOENT && arg_strict) {
 		oci_config_done(&c);
 		return log_error_errno(r, "container %s: config.json: linux.cgroupsPath '%s' is not a cgroup path",
 				       s->id, c.cgroups_path);
+	}
+	if (r < 0 && r != -ENOENT) {
+		/* the runtime made something of it: where its init is tells */
+		log_warning("container %s: config.json: linux.cgroupsPath '%s' is not a cgroup path the hook reads; "
+			    "its init's cgroup is taken as it stands",
+			    s->id, c.cgroups_path);
+		r = -ENOENT;
 	}
 	/* Where its init really is wins; it must be the configured cgroup or
 	 * below it (a runtime's own sub-cgroup), or the state names someone
@@ -338,12 +367,13 @@ static int create_runtime(const struct oci_state *s, uint64_t deadline)
 
 int main(int argc, char **argv)
 {
-	enum { ARG_VERSION = 256, ARG_TIMEOUT, ARG_SOCKET };
+	enum { ARG_VERSION = 256, ARG_TIMEOUT, ARG_SOCKET, ARG_STRICT };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ "timeout", required_argument, NULL, ARG_TIMEOUT },
 		{ "socket", required_argument, NULL, ARG_SOCKET },
+		{ "strict", no_argument, NULL, ARG_STRICT },
 		{},
 	};
 	struct oci_state s;
@@ -372,6 +402,9 @@ int main(int argc, char **argv)
 		case ARG_SOCKET:
 			arg_socket = optarg;
 			break;
+		case ARG_STRICT:
+			arg_strict = true;
+			break;
 		default:
 			return 1;
 		}
@@ -382,16 +415,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Unknown without an argument until the state is read: a bad state is
-	 * exit 1 only when it is not a poststop's. */
+	 * exit 1 only with --strict, and never a poststop's. */
 	post = optind < argc && strcmp(argv[optind], "poststop") == 0;
 	r = read_small_fd(STDIN_FILENO, OCI_STATE_MAX + 1, &text, &n);
 	if (r < 0) {
 		log_error_errno(r, "Cannot read the container state on stdin%s", r == -EFBIG ? " (too large)" : "");
-		return post ? 0 : 1;
+		return post || !arg_strict ? 0 : 1;
 	}
 	if (oci_state_parse(text, n, &s, err, sizeof(err)) < 0) {
 		log_error("Bad container state on stdin: %s", err);
-		return post ? 0 : 1;
+		return post || !arg_strict ? 0 : 1;
 	}
 	if (optind >= argc) {
 		if (strcmp(s.status, "stopped") == 0)
@@ -401,13 +434,18 @@ int main(int argc, char **argv)
 				  "or stopped",
 				  s.status);
 			oci_state_done(&s);
-			return 1;
+			return arg_strict ? 1 : 0;
 		}
 	}
 	if (post)
 		poststop(&s, deadline);
 	else
 		r = create_runtime(&s, deadline);
+	if (!post && r < 0 && !arg_strict) {
+		/* never a refusal of a container the runtime would run */
+		log_warning("container %s: not registered; it runs (--strict would refuse it)", s.id);
+		r = 0;
+	}
 	oci_state_done(&s);
 	return post || r >= 0 ? 0 : 1;
 }

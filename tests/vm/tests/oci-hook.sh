@@ -6,9 +6,10 @@
 # registers the container (its pod names from the CRI's annotations) and
 # poststop has wbguardd flush its cgroup and waits; with wbguardd stopped,
 # poststop flushes by itself. Either way the container's data is written
-# back by the time the runtime's delete returns. Malformed and hostile input:
-# a clear error at createRuntime, never a failure at poststop, nothing
-# flushed that the container does not name.
+# back by the time the runtime's delete returns. Input the hook cannot take
+# (a config.json crun runs but the hook dislikes): logged, the container
+# runs; an error (exit 1) only with --strict; never a failure at poststop;
+# nothing flushed that the container does not name.
 . "$WBG_TOP/tests/vm/lib.sh"
 # The hook's handovers flush at once: [flush] mode = eager (evidence.sh
 # covers the default, on-evidence).
@@ -112,8 +113,8 @@ check "per_cgroup = no (after a reload): no per-cgroup series, the node-wide tot
 # A state whose pid is not in config.json's cgroup names someone else's
 # process: refused, nothing registered.
 mkdir -p /tmp/other && jq '.linux.cgroupsPath = "/wbgtest/other" | .hooks = {}' /tmp/oci-crun/config.json >/tmp/other/config.json
-echo '{"id":"other","bundle":"/tmp/other","status":"creating","pid":1}' | $hook createRuntime 2>/wbg-out/h0.txt
-check "a state pid outside the container's cgroup: exit 1, named" \
+echo '{"id":"other","bundle":"/tmp/other","status":"creating","pid":1}' | $hook --strict createRuntime 2>/wbg-out/h0.txt
+check "a state pid outside the container's cgroup: exit 1 with --strict, named" \
 	sh -c "test $? = 1 && grep -q \"'pid' 1 is in cgroup /.*, not in config.json's linux.cgroupsPath (/wbgtest/other)\" /wbg-out/h0.txt"
 check "and not registered" sh -c "! grep -q 'Registered container other' /wbg-out/wbguardd.log"
 # poststop names only its id: an id wbguardd never registered is not
@@ -176,18 +177,51 @@ for mode in eager on-evidence; do
 	daemon_stop
 done
 
-# Malformed and hostile state, straight to the hook.
-echo '{"id":"x"' | $hook createRuntime 2>/wbg-out/h1.txt
-check "truncated state: createRuntime exits 1" test $? = 1
+# A container crun runs whose config.json the hook could not take (a
+# linux.cgroupsPath with a "." component, which crun resolves and the hook
+# refused as not a cgroup path: the runtime refused the container then):
+# crun runs it without the hook, and now with the hook at createRuntime too,
+# which registers it by its init's cgroup.
+daemon_start "$WBG_BUILD"
+odd_run() { # odd_run ID HOOK(0|1)
+	local b=/tmp/oci-$1 i=0
+	rm -rf $b /mnt/ext4/$1
+	oci_bundle $b
+	[ "$2" = 1 ] && jq --arg h /tmp/hook-wrap '.hooks = {createRuntime: [{path: $h, args: ["wbguard-oci-hook", "createRuntime"]}]}' \
+		$b/config.json >$b/c && mv $b/c $b/config.json
+	oci_run crun $b $1 wbgtest/./$1 '{}' /mnt/ext4/$1 "echo ran >/data/ran"
+	while [ "$(crun state $1 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	crun delete -f $1 2>/dev/null
+	test -s /mnt/ext4/$1/ran
+}
+if odd_run odd0 0; then
+	: >/wbg-out/hook-calls.txt
+	odd_run odd1 1
+	check "a config.json crun runs and the hook cannot read: with the hook, the container runs" test $? = 0
+	check "its createRuntime exited 0" grep -q "createRuntime rc=0" /wbg-out/hook-calls.txt
+	check "the hook said why, and registered it by its init's cgroup" sh -c \
+		"grep -q \"container odd1: config.json: linux.cgroupsPath '/wbgtest/./odd1' is not a cgroup path the hook reads\" /wbg-out/hook.log &&
+		 grep -q 'Registered container odd1: cgroup /wbgtest/odd1' /wbg-out/wbguardd.log"
+else
+	skip "a config.json crun runs and the hook cannot read (this crun refused /wbgtest/./odd0 itself)"
+fi
+daemon_stop
+
+# Malformed and hostile state, straight to the hook: with --strict, an
+# error naming what is wrong; by default the container runs.
+echo '{"id":"x"' | $hook createRuntime 2>/dev/null
+check "truncated state: createRuntime exits 0 (the container runs)" test $? = 0
+echo '{"id":"x"' | $hook --strict createRuntime 2>/wbg-out/h1.txt
+check "truncated state, --strict: createRuntime exits 1" test $? = 1
 check "truncated state: the error says so" grep -q "Bad container state on stdin: state: not JSON" /wbg-out/h1.txt
 echo '{"id":"x"' | $hook poststop 2>/dev/null
 check "truncated state: poststop still exits 0" test $? = 0
-echo '{"bundle":"/tmp/oci-crun"}' | $hook createRuntime 2>/wbg-out/h2.txt
+echo '{"bundle":"/tmp/oci-crun"}' | $hook --strict createRuntime 2>/wbg-out/h2.txt
 check "missing id: named" sh -c "test $? = 1 && grep -q \"'id' is missing\" /wbg-out/h2.txt"
-head -c 3000000 /dev/zero | tr '\0' ' ' | $hook createRuntime 2>/wbg-out/h3.txt
+head -c 3000000 /dev/zero | tr '\0' ' ' | $hook --strict createRuntime 2>/wbg-out/h3.txt
 check "3 MB of input: refused as too large" sh -c "test $? = 1 && grep -q 'too large' /wbg-out/h3.txt"
 mkdir -p /tmp/evil && jq '.linux.cgroupsPath = "/wbgtest/../../etc"' /tmp/oci-crun/config.json >/tmp/evil/config.json
-echo '{"id":"evil","bundle":"/tmp/evil"}' | $hook createRuntime 2>/wbg-out/h4.txt
+echo '{"id":"evil","bundle":"/tmp/evil"}' | $hook --strict createRuntime 2>/wbg-out/h4.txt
 check "a cgroupsPath with '..': exit 1, named" sh -c "test $? = 1 && grep -q \"linux.cgroupsPath '/wbgtest/../../etc' is not a cgroup path\" /wbg-out/h4.txt"
 # poststop syncs only what the container names: a bundle whose config.json
 # names nothing writable leaves other dirty data alone.
