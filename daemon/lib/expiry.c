@@ -259,22 +259,18 @@ static void resolve_subject(struct wbg_expiry *e, struct expiry_cgroup *ec, cons
 
 static void resolve(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {
-	_cleanup_free_ struct wbg_expiry_subject *s = calloc(1, sizeof(*s));
+	struct wbg_expiry_subject s; /* 4.5 KiB, on the loop's stack */
 
-	if (!s) {
-		log_oom();
-		return;
-	}
-	if (e->ops->lookup(e->userdata, ec->id, s) < 0)
+	if (e->ops->lookup(e->userdata, ec->id, &s) < 0)
 		entry_drop(e, ec); /* gone meanwhile */
 	else
-		resolve_subject(e, ec, s);
+		resolve_subject(e, ec, &s);
 }
 
 void expiry_cgroup_populated(struct wbg_expiry *e, uint64_t cgroup_id, bool in_scope)
 {
 	struct expiry_cgroup *ec = find_entry(e, cgroup_id);
-	_cleanup_free_ struct wbg_expiry_subject *s = NULL;
+	struct wbg_expiry_subject s;
 
 	if (ec) {
 		/* in use again: a global pod holds the sysctl again */
@@ -284,30 +280,23 @@ void expiry_cgroup_populated(struct wbg_expiry *e, uint64_t cgroup_id, bool in_s
 		}
 		return;
 	}
-	if (!in_scope)
-		return;
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		log_oom();
-		return;
-	}
-	if (e->ops->lookup(e->userdata, cgroup_id, s) < 0 || !s->path[0])
+	if (!in_scope || e->ops->lookup(e->userdata, cgroup_id, &s) < 0 || !s.path[0])
 		return;
 	ec = calloc(1, sizeof(*ec));
-	if (!ec || !(ec->path = strdup(s->path))) {
+	if (!ec || !(ec->path = strdup(s.path))) {
 		free(ec);
 		log_oom();
 		return;
 	}
 	ec->id = cgroup_id;
 	ec->heap_idx = NO_TIMER;
-	snprintf(ec->holder, sizeof(ec->holder), "%.120s (cgroup %" PRIu64 ")", s->path, cgroup_id);
+	snprintf(ec->holder, sizeof(ec->holder), "%.120s (cgroup %" PRIu64 ")", s.path, cgroup_id);
 	if (!tsearch(ec, &e->cgroups, cmp_leading_u64)) {
 		entry_free(ec);
 		log_oom();
 		return;
 	}
-	resolve_subject(e, ec, s);
+	resolve_subject(e, ec, &s);
 }
 
 void expiry_container_registered(struct wbg_expiry *e, uint64_t cgroup_id, bool in_scope, bool populated)

@@ -248,6 +248,7 @@ int main(void)
 	}
 	expiry_stop(&e);
 	CHECK(sysctl() == 3000, "stopped: the admin's value");
+	config_done(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	(void)system(cmd);
 	return tap_done();
