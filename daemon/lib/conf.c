@@ -421,10 +421,14 @@ static int handler(void *user, const char *section, const char *key, const char 
 	if (!key) /* a section header alone */
 		return 1;
 	r = set_key(p->c, section, key, value, &expect);
-	if (r == -ENOKEY)
-		snprintf(p->msg, sizeof(p->msg), "%s:%u: unknown key '%s' in section [%s]", p->name, p->line, key,
-			 section);
-	else if (r == -ENOMEM)
+	if (r == -ENOKEY) {
+		/* as systemd does: a key a newer wbguard knows (a ConfigMap
+		 * edited for it) does not stop this one; said and counted */
+		log_warning("%s:%u: unknown key '%s' in section [%s], ignored", p->name, p->line, key, section);
+		p->c->unknown_keys++;
+		return 1;
+	}
+	if (r == -ENOMEM)
 		snprintf(p->msg, sizeof(p->msg), "%s:%u: out of memory", p->name, p->line);
 	else if (r < 0)
 		snprintf(p->msg, sizeof(p->msg), "%s:%u: [%s] %s = '%s': expected %s", p->name, p->line, section, key,
@@ -515,6 +519,7 @@ int config_load(struct wbg_config *c, const char *path)
 	r = config_copy(&tmp, c);
 	if (r < 0)
 		return log_oom();
+	tmp.unknown_keys = 0; /* this load's */
 	r = config_parse_file(&tmp, path);
 	if (r == -ENOENT)
 		log_debug("%s not found, using defaults", path);

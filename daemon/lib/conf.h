@@ -76,6 +76,7 @@ struct wbg_config {
 	/* [policy "GLOB"] sections, in file order: the first match wins */
 	struct wbg_policy_rule policies[WBG_POLICIES_MAX];
 	unsigned n_policies;
+	unsigned unknown_keys; /* keys ignored in the last load (logged) */
 	/* [bpf] */
 	bool bpf;
 	bool metrics_per_cgroup; /* [metrics] per_cgroup: per-cgroup series exported at all */

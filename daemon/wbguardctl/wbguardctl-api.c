@@ -13,7 +13,6 @@
 
 
 /* Exit status when wbguardd cannot be reached or refuses. */
-#define EXIT_UNREACHABLE 3
 
 static int connect_daemon(const struct ctl_opts *o, sd_bus **ret)
 {
@@ -201,10 +200,29 @@ int ctl_metrics(const struct ctl_opts *o)
 int ctl_reload(const struct ctl_opts *o)
 {
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *req = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r;
 
-	if (connect_daemon(o, &bus) < 0 || call(o, bus, "Reload", 0, NULL, NULL) < 0)
+	if (connect_daemon(o, &bus) < 0)
 		return EXIT_UNREACHABLE;
-	return 0;
+	r = sd_bus_message_new_method_call(bus, &req, o->socket ? NULL : WBG_BUS_NAME, WBG_BUS_PATH, WBG_BUS_IFACE,
+					   "Reload");
+	if (r < 0)
+		return log_error_errno(r, "Cannot build the Reload call"), EXIT_UNREACHABLE;
+	r = sd_bus_call(bus, req, 0, &error, NULL);
+	if (r >= 0)
+		return 0;
+	log_error("Reload: %s", error.message ? error.message : strerror(-r));
+	/* wbguardd answered and refused the file (systemctl reload fails
+	 * with it): 1; not there, or not ours to ask: 3 */
+	r = sd_bus_error_is_set(&error) && !sd_bus_error_has_name(&error, SD_BUS_ERROR_ACCESS_DENIED) &&
+			    !sd_bus_error_has_name(&error, SD_BUS_ERROR_NO_REPLY) &&
+			    !sd_bus_error_has_name(&error, SD_BUS_ERROR_SERVICE_UNKNOWN)
+		    ? 1
+		    : EXIT_UNREACHABLE;
+	sd_bus_error_free(&error);
+	return r;
 }
 
 struct json_object *ctl_daemon_status(const struct ctl_opts *o)

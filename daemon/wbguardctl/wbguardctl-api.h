@@ -2,6 +2,9 @@
 /* wbguardctl's commands that ask the running wbguardd (its control API). */
 #pragma once
 
+/* wbguardd not reachable, or not ours to ask (root only); status: not running */
+#define EXIT_UNREACHABLE 3
+
 #include <stdbool.h>
 
 struct json_object;

@@ -159,6 +159,7 @@ static int status(const struct ctl_opts *co, const char *state_dir, const char *
 {
 	bool json = co->json;
 	struct json_object *daemon = ctl_daemon_status(co);
+	bool reachable = daemon != NULL;
 	struct wbg_sysctl k;
 	_cleanup_free_ char *text = NULL;
 	struct json_object *st = NULL, *o, *holders = NULL, *v;
@@ -216,7 +217,9 @@ static int status(const struct ctl_opts *co, const char *state_dir, const char *
 	json_object_put(o);
 	json_object_put(st);
 	json_object_put(daemon);
-	return 0;
+	/* as systemctl status: 3 when it is not running (the sysctl is still
+	 * shown, from its state file) */
+	return reachable ? 0 : EXIT_UNREACHABLE;
 }
 
 int main(int argc, char **argv)

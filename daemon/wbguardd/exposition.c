@@ -51,6 +51,17 @@ void metrics_write(const struct manager *m, FILE *f)
 	watch_systemd_metrics(f, &m->systemd);
 	metric_value(f, "wbguard_mitigation_active", "gauge", "1 when wbguardd flushes for removed cgroups.",
 		     m->mitigating);
+	metric_value(f, "wbguard_config_last_reload_successful", "gauge",
+		     "1 when the last load of the configuration succeeded; 0: a reload was refused and the previous "
+		     "configuration runs.",
+		     m->reload_ok);
+	metric_value(f, "wbguard_config_last_reload_success_timestamp_seconds", "gauge",
+		     "When the configuration was last loaded (Unix time).", (double)m->reload_success_realtime / 1e6);
+	metric_counter(f, "wbguard_config_reload_failures_total", "Reloads refused (the file named the error).",
+		       m->reload_failures);
+	metric_value(f, "wbguard_config_unknown_keys", "gauge",
+		     "Keys the running configuration has that this wbguardd does not know (logged, ignored).",
+		     m->cfg.unknown_keys);
 	write_bpf(f, m);
 	verdicts_metrics(f, &m->verdicts);
 	expiry_metrics(f, &m->expiry);

@@ -20,6 +20,7 @@
 static const char *arg_config = WBG_CONF_FILE;
 static const char *arg_cgroup_root;
 static bool arg_no_bpf;
+static bool arg_check_config;
 
 static void help(void)
 {
@@ -32,12 +33,14 @@ static void help(void)
 	       "                          drop-ins from conf.d/ beside it)\n"
 	       "     --cgroup-root=PATH   cgroup2 mount to watch (overrides the configuration)\n"
 	       "     --no-bpf             do not load BPF programs\n"
+	       "     --check-config       check the configuration (and its conf.d/ drop-ins)\n"
+	       "                          and exit: 0 valid, 1 refused (file:line named)\n"
 	       "     --log-level=LEVEL    emerg ... debug (overrides the configuration)\n");
 }
 
 static int parse_argv(int argc, char **argv, const char **ret_level)
 {
-	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL };
+	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL, ARG_CHECK_CONFIG };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -45,6 +48,7 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 		{ "cgroup-root", required_argument, NULL, ARG_ROOT },
 		{ "no-bpf", no_argument, NULL, ARG_NO_BPF },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+		{ "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
 		{},
 	};
 	int c;
@@ -68,6 +72,9 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 			break;
 		case ARG_LOG_LEVEL:
 			*ret_level = optarg;
+			break;
+		case ARG_CHECK_CONFIG:
+			arg_check_config = true;
 			break;
 		default:
 			return -EINVAL;
@@ -112,6 +119,19 @@ int main(int argc, char **argv)
 	r = parse_argv(argc, argv, &level);
 	if (r < 0)
 		return 2;
+	if (arg_check_config) {
+		/* for CI on a ConfigMap: what this wbguardd makes of it, as a
+		 * start or reload would (unknown keys warned of, not fatal) */
+		struct wbg_config c;
+
+		config_init(&c);
+		r = config_load(&c, arg_config);
+		if (r >= 0)
+			printf("%s: valid%s\n", arg_config,
+			       c.unknown_keys ? " (unknown keys ignored; see the warnings)" : "");
+		config_done(&c);
+		return r < 0 ? 1 : 0;
+	}
 	r = manager_new(arg_config, arg_cgroup_root, arg_no_bpf, &m);
 	if (r < 0)
 		return 1;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -27,6 +28,14 @@
 /* New evidence comes with use (a retired handover refreshes it too); a
  * reader never does: the timer keeps what a scrape shows current. */
 #define VERDICT_REFRESH_USEC (10ULL * 1000 * 1000)
+
+static uint64_t now_realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
 
 static uint64_t now_usec(const struct manager *m)
 {
@@ -155,10 +164,13 @@ int manager_reload(struct manager *m)
 
 	config_init(&c);
 	r = config_load(&c, m->config_path);
+	m->reload_ok = r >= 0;
 	if (r < 0) {
 		config_done(&c);
+		m->reload_failures++;
 		return log_error_errno(r, "Reload of %s failed; keeping the running configuration", m->config_path);
 	}
+	m->reload_success_realtime = now_realtime_usec();
 	/* The watched tree and the pool size stay as started. */
 	snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
 	config_done(&m->cfg);
@@ -201,6 +213,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	m->watch.fd = m->host.mountinfo_fd = m->control.fd = -EBADF;
 	m->log_level_override = -1;
 	config_init(&m->cfg);
+	m->reload_ok = true;
 	m->config_path = strdup(config_path);
 	if (!m->config_path || containers_init(&m->containers, WBG_CONTAINERS_MAX) < 0) {
 		manager_free(m);
@@ -211,6 +224,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 		manager_free(m);
 		return log_error_errno(r, "Not starting with a bad configuration (%s)", config_path);
 	}
+	m->reload_success_realtime = now_realtime_usec();
 	if (cgroup_root_override)
 		snprintf(m->cfg.cgroup_root, sizeof(m->cfg.cgroup_root), "%s", cgroup_root_override);
 	if (no_bpf)

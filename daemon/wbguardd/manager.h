@@ -40,6 +40,9 @@ struct manager {
 	char *config_path;
 	char *debugfs;
 	int log_level_override; /* --log-level, which a reload keeps; -1: the configuration's */
+	/* the last load of the configuration, as Prometheus exports its own */
+	bool reload_ok;
+	uint64_t reload_success_realtime, reload_failures;
 	bool ready;             /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	bool mitigating;
 

@@ -62,9 +62,10 @@ int main(void)
 	CHECK(strstr(last_err, "test.conf:2: [flush] workers = '0': expected a number from 1 to 64") != NULL,
 	      "error names file, line, key and what was expected: %s", last_err);
 	CHECK(c.workers == 8, "a bad file leaves the config as it was");
-	CHECK(parse(&c, "# comment\n\n[daemon]\nfoo = 1\n") == -EINVAL &&
-		      strstr(last_err, "test.conf:4: unknown key 'foo' in section [daemon]"),
-	      "unknown key: %s", last_err);
+	CHECK(parse(&c, "# comment\n\n[daemon]\nfoo = 1\n[flush]\nworkers = 3\n") == 0 &&
+		      strstr(last_err, "test.conf:4: unknown key 'foo' in section [daemon], ignored") &&
+		      c.unknown_keys == 1 && c.workers == 3,
+	      "an unknown key (a newer wbguard's): a warning naming it, counted, the rest applies: %s", last_err);
 	CHECK(parse(&c, "[daemon]\nthis is not ini\n") == -EINVAL && strstr(last_err, "test.conf:2: syntax error"),
 	      "syntax error: %s", last_err);
 	CHECK(parse(&c, "[daemon]\ncgroup_root = relative/path\n") < 0 && strstr(last_err, "absolute path"),

@@ -89,6 +89,8 @@ daemon_stop
 check "clean exit" test $? = 0
 check "the socket is removed at exit" test ! -e /run/wbguard/control
 $ctl status --json >/wbg-out/status-off.json
-check "status without the daemon: exit 0, daemon null" test "$(jq -r .daemon /wbg-out/status-off.json)" = null
+rc=$?
+check "status without the daemon: exit 3 (as systemctl status), daemon null, the sysctl shown" \
+	sh -c "[ $rc = 3 ] && [ \"\$(jq -r .daemon /wbg-out/status-off.json)\" = null ] && jq -e .dirty_expire.current /wbg-out/status-off.json >/dev/null"
 $ctl list 2>/dev/null
 check "list without the daemon: exit 3" test $? = 3

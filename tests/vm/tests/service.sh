@@ -73,8 +73,29 @@ check "the state file is in the RuntimeDirectory" test "$(jq .original /run/wbgu
 pid=$(systemctl show -p MainPID --value wbguard.service)
 systemctl reload wbguard.service
 sleep 1
-check "reload (SIGHUP) keeps the same process" test "$(systemctl show -p MainPID --value wbguard.service)" = "$pid"
+check "reload keeps the same process" test "$(systemctl show -p MainPID --value wbguard.service)" = "$pid"
 check "reload logged" sh -c "journalctl -u wbguard.service | grep -q 'Reloaded'"
+# A key this version does not know (a ConfigMap written for a newer one):
+# a warning naming it, counted; a value it refuses: systemctl reload fails,
+# the metric says so, the running configuration stays.
+printf '[flush]\nsome_future_key = 1\n' >/etc/wbguard/conf.d/60-future.conf
+systemctl reload wbguard.service
+check "a drop-in with an unknown key: systemctl reload succeeds" test $? = 0
+check "and the journal names the key, ignored" sh -c "journalctl -u wbguard.service | grep -q \"60-future.conf:2: unknown key 'some_future_key' in section \\[flush\\], ignored\""
+check "counted (wbguard_config_unknown_keys 1)" sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_unknown_keys 1$'"
+printf '[flush]\nworkers = lots\n' >/etc/wbguard/conf.d/70-bad.conf
+systemctl reload wbguard.service 2>/wbg-out/reload-bad.txt
+check "a drop-in with a value it refuses: systemctl reload fails" test $? != 0
+check "the running configuration stays, and the metric says the reload failed" \
+	sh -c "systemctl is-active --quiet wbguard.service && curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_last_reload_successful 0$'"
+/usr/sbin/wbguardd --check-config >/wbg-out/check-config.txt 2>&1
+rc=$?
+check "wbguardd --check-config: exit 1 ($rc), the file, line and key named" \
+	sh -c "[ $rc = 1 ] && grep -q \"70-bad.conf:2: \\[flush\\] workers = 'lots': expected\" /wbg-out/check-config.txt"
+rm /etc/wbguard/conf.d/60-future.conf /etc/wbguard/conf.d/70-bad.conf
+systemctl reload wbguard.service
+check "fixed: reload succeeds again, the metric back to 1" \
+	sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_last_reload_successful 1$'"
 
 kill -SEGV "$pid"
 i=0
