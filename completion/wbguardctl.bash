@@ -8,11 +8,11 @@ _wbguardctl()
 		cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
 	fi
-	local commands="status list flush handovers metrics reload verify"
-	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys"
+	local commands="status list flush handovers metrics reload verify doctor"
+	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file"
 
 	case $prev in
-	--socket)
+	--socket | --hooks-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--dir | --cgroup-root | --state-dir | --proc-sys)
@@ -24,7 +24,7 @@ _wbguardctl()
 	local i cmd=""
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys) ((i++)) ;;
+		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys | --hooks-file) ((i++)) ;;
 		-*) ;;
 		*) cmd=${words[i]}; break ;;
 		esac

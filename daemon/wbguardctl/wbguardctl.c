@@ -15,6 +15,7 @@
 #include "sysctl-keeper.h"
 #include "log.h"
 #include "parse-util.h"
+#include "doctor.h"
 #include "verify.h"
 #include "control-client.h"
 #include "wbguardctl-api.h"
@@ -40,7 +41,12 @@ static void help(void)
 	       "  handovers         Recent handovers (one per cgroup going away), oldest\n"
 	       "                    first; --limit N for the last N.\n"
 	       "  metrics           The daemon's Prometheus metrics (text format).\n"
-	       "  reload            Re-read the configuration (as SIGHUP does).\n"
+	       "  reload            Re-read the configuration and wait: fails when wbguardd\n"
+	       "                    refuses the file (the running one stays).\n"
+	       "  doctor            What this node has and lacks for wbguard (cgroup v2,\n"
+	       "                    BTF, privileges, opening by handle, wbguardd and its\n"
+	       "                    verdicts, the hook file, registrations, runtimes' state,\n"
+	       "                    inotify limits), each gap with the next step. Reads only.\n"
 	       "  verify            Probe whether this kernel's foreign flushes reach dying\n"
 	       "                    cgroup writeback (the dying-wb fallback) and whether it\n"
 	       "                    writes back foreign block-device page caches on their\n"
@@ -59,15 +65,19 @@ static void help(void)
 	       "     --limit N           handovers: only the last N\n"
 	       "     --dir DIR           verify: where the probe writes, on a disk-backed filesystem\n"
 	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
-	       "     --cgroup-root PATH  verify: cgroup2 mount (default /sys/fs/cgroup)\n"
+	       "     --cgroup-root PATH  verify, doctor: cgroup2 mount (default /sys/fs/cgroup)\n"
+	       "     --hooks-file PATH   doctor: the OCI hook's file (default " WBG_OCI_HOOKS_FILE ")\n"
 	       "     --state-dir DIR     status: wbguardd's state (default " WBG_RUN_DIR ")\n"
 	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
 	       "Exit status:\n"
-	       "  0  success; verify: the dying-wb fallback is active\n"
+	       "  0  success; flush: flushed, clean, drained or watched; verify: the dying-wb\n"
+	       "     fallback is active\n"
 	       "  1  verify: the fallback is missing; flush: the flush failed or timed out in\n"
-	       "     the daemon (the outcome says which); status: the sysctl is unreadable\n"
+	       "     the daemon (the outcome says which); reload: the file was refused;\n"
+	       "     status: the sysctl is unreadable; doctor: a check failed\n"
 	       "  2  usage error; verify: unknown, or the probe could not run\n"
-	       "  3  wbguardd is not reachable or refused the request (root only)\n"
+	       "  3  wbguardd is not reachable or refused the request (root only); status:\n"
+	       "     wbguardd is not running\n"
 	       "  4  flush --wait: still flushing when --timeout came\n");
 }
 
@@ -225,7 +235,7 @@ static int status(const struct ctl_opts *co, const char *state_dir, const char *
 int main(int argc, char **argv)
 {
 	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS, ARG_SOCKET,
-	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT };
+	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT, ARG_HOOKS_FILE };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
@@ -233,9 +243,11 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, ARG_STATE_DIR }, { "proc-sys", required_argument, NULL, ARG_PROC_SYS },
 		{ "socket", required_argument, NULL, ARG_SOCKET },   { "system", no_argument, NULL, ARG_SYSTEM },
 		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
+		{ "hooks-file", required_argument, NULL, ARG_HOOKS_FILE },
 		{},
 	};
-	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = WBG_RUN_DIR, *proc_sys = "/proc/sys";
+	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = WBG_RUN_DIR, *proc_sys = "/proc/sys",
+		   *hooks_file = WBG_OCI_HOOKS_FILE;
 	struct ctl_opts co = { .socket = WBG_CONTROL_SOCKET };
 	double timeout = 0;
 	bool wait = false;
@@ -271,6 +283,9 @@ int main(int argc, char **argv)
 			break;
 		case ARG_SYSTEM:
 			co.socket = NULL;
+			break;
+		case ARG_HOOKS_FILE:
+			hooks_file = optarg;
 			break;
 		case ARG_WAIT:
 			wait = true;
@@ -315,6 +330,8 @@ int main(int argc, char **argv)
 		return ctl_metrics(&co);
 	if (strcmp(cmd, "reload") == 0)
 		return ctl_reload(&co);
+	if (strcmp(cmd, "doctor") == 0)
+		return doctor(&co, root, hooks_file);
 	log_error("Unknown command '%s'; see --help", cmd);
 	return 2;
 }

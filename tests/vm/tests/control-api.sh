@@ -21,6 +21,17 @@ check "status: the daemon's verdict, as its metrics say, not active on the stock
 check "status: the sysctl part" test "$(jqv /wbg-out/status.json .dirty_expire.current)" = "$(cat /proc/sys/vm/dirty_expire_centisecs)"
 $ctl status >/wbg-out/status.txt
 check "status: text names the daemon's version" grep -q "version *0\." /wbg-out/status.txt
+check "status: whether removals never seen live are covered (stall evidence)" \
+	test "$(jqv /wbg-out/status.json .daemon.stall_evidence)" = yes
+
+# doctor: what the node has and lacks, each gap with its next step
+$ctl doctor --json >/wbg-out/doctor.json
+rc=$?
+jq -r '.checks[] | "# doctor: \(.result) \(.check): \(.detail)"' /wbg-out/doctor.json
+check "doctor: exit 0 ($rc), nothing failed on this node" sh -c "[ $rc = 0 ] && [ \"\$(jq .failed /wbg-out/doctor.json)\" = 0 ]"
+check "doctor: cgroup v2 with memory, BTF, wbguardd, stall evidence ok; the kernel's verdict a warning with its next step" \
+	sh -c "jq -e '[.checks[] | select(.result == \"ok\") | .check] | contains([\"cgroup v2, memory\", \"BTF\", \"wbguardd\", \"stall evidence\"])' /wbg-out/doctor.json >/dev/null &&
+	       jq -e '.checks[] | select(.check == \"kernel\" and .result == \"warn\" and (.next | length > 0))' /wbg-out/doctor.json >/dev/null"
 
 # A live cgroup with 32 MiB dirty: listed with its dirty bytes, then flushed
 # on request while it keeps running.
@@ -94,3 +105,7 @@ check "status without the daemon: exit 3 (as systemctl status), daemon null, the
 	sh -c "[ $rc = 3 ] && [ \"\$(jq -r .daemon /wbg-out/status-off.json)\" = null ] && jq -e .dirty_expire.current /wbg-out/status-off.json >/dev/null"
 $ctl list 2>/dev/null
 check "list without the daemon: exit 3" test $? = 3
+$ctl doctor >/wbg-out/doctor-off.txt 2>/dev/null
+rc=$?
+check "doctor without the daemon: exit 1, saying how to start it" \
+	sh -c "[ $rc = 1 ] && grep -q '^fail wbguardd' /wbg-out/doctor-off.txt && grep -q 'systemctl start wbguard.service' /wbg-out/doctor-off.txt"

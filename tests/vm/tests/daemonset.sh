@@ -115,6 +115,12 @@ scenario() {
 	echo "$rec" | jq -r .reason | grep -q "device cgroup" && res="$res bdev-reason=ok" || res="$res bdev-reason=FAIL"
 	quick_stop && return
 	[ -n "${QUICK:-}" ] && return
+	# wbguardctl doctor in the pod, as an operator would run it there
+	crun exec wbguard-$name sh -c "command -v wbguardctl >/dev/null && exec wbguardctl doctor --json; exec $WBG_BUILD/daemon/wbguardctl doctor --json" \
+		>/wbg-out/pod-$name-doctor.json 2>/dev/null
+	jq -e '[.checks[] | select(.check == "wbguardd" and .result == "ok")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
+		jq -e '[.checks[] | select(.check == "open by handle" and .result == "warn")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
+		res="$res doctor=ok" || res="$res doctor=FAIL"
 	# the ConfigMap edited: the kubelet's swap of ..data, no restart; the
 	# new configuration (the flush mode back to the default) is in effect
 	local v=/tmp/ds-$name/volume-config ts=..2026_12_01_00_05_00.2
@@ -162,7 +168,7 @@ else
 fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason configmap restore; do
+for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason doctor configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \

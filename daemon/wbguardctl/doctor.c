@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* wbguardctl doctor: what this node has and lacks for wbguard, each gap
+ * with the next step. Reads only; changes nothing. */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <json-c/json.h>
+
+#include "cgroup-util.h"
+#include "conf.h"
+#include "doctor.h"
+#include "flush-ops.h"
+#include "log.h"
+#include "macro.h"
+#include "wbguardctl-api.h"
+
+enum level { OK, WARN, FAIL };
+
+struct report {
+	bool json;
+	struct json_object *checks;
+	unsigned n[3];
+};
+
+static void say(struct report *r, enum level l, const char *what, const char *next, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void say(struct report *r, enum level l, const char *what, const char *next, const char *fmt, ...)
+{
+	static const char *const names[] = { "ok", "warn", "fail" };
+	char detail[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	r->n[l]++;
+	if (r->json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "check", json_object_new_string(what));
+		json_object_object_add(o, "result", json_object_new_string(names[l]));
+		json_object_object_add(o, "detail", json_object_new_string(detail));
+		if (l != OK && next)
+			json_object_object_add(o, "next", json_object_new_string(next));
+		json_object_array_add(r->checks, o);
+		return;
+	}
+	printf("%-4s %-22s %s\n", names[l], what, detail);
+	if (l != OK && next)
+		printf("     %-22s -> %s\n", "", next);
+}
+
+/* CapEff of this process, from /proc/self/status. */
+static uint64_t effective_caps(void)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *p;
+	uint64_t caps = 0;
+
+	if (read_small_file_at(AT_FDCWD, "/proc/self/status", 64 * 1024, &text) < 0)
+		return 0;
+	p = strstr(text, "\nCapEff:");
+	if (p)
+		caps = strtoull(p + 8, NULL, 16);
+	return caps;
+}
+
+static void check_cgroup(struct report *r, const char *root)
+{
+	_cleanup_free_ char *controllers = NULL;
+	struct statfs sfs;
+	char p[4096];
+
+	if (statfs(root, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		say(r, FAIL, "cgroup v2", "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2 only)",
+		    "%s is not a cgroup2 mount", root);
+		return;
+	}
+	snprintf(p, sizeof(p), "%s/cgroup.controllers", root);
+	if (read_small_file_at(AT_FDCWD, p, 4096, &controllers) < 0 || !strstr(controllers, "memory")) {
+		say(r, FAIL, "memory controller", "enable the memory controller (cgroup_enable=memory)",
+		    "not in %s", p);
+		return;
+	}
+	say(r, OK, "cgroup v2, memory", NULL, "%s", root);
+}
+
+static void check_kernel(struct report *r)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		say(r, OK, "BTF", NULL, "/sys/kernel/btf/vmlinux (the BPF programs load with CO-RE)");
+	else
+		say(r, WARN, "BTF", "a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+		    "no /sys/kernel/btf/vmlinux: no BPF programs; every removal is flushed eagerly, every "
+		    "filesystem");
+}
+
+static void check_privileges(struct report *r, const char *root)
+{
+	uint64_t caps = effective_caps();
+	int h;
+
+	if (!(caps & (1ULL << CAP_BPF)) && !(caps & (1ULL << CAP_SYS_ADMIN)))
+		say(r, WARN, "CAP_BPF", "run wbguardd as root, or with CAP_BPF and CAP_PERFMON",
+		    "not held here (wbguardd needs it for its BPF programs)");
+	else
+		say(r, OK, "CAP_BPF", NULL, "held here");
+	h = flush_probe_handles(root);
+	if (h == 0)
+		say(r, OK, "open by handle", NULL, "allowed: flushes write a cgroup's own inodes only");
+	else
+		say(r, WARN, "open by handle",
+		    "CAP_DAC_READ_SEARCH and a seccomp profile allowing open_by_handle_at (docs/operations.md, "
+		    "\"Per-inode flushing in the DaemonSet\")",
+		    "refused here (%s): a cgroup's own-inode flushes become a budgeted syncfs",
+		    h == -EPERM ? "no CAP_DAC_READ_SEARCH, or seccomp" : strerror(-h));
+}
+
+static void check_inotify(struct report *r, uint64_t tracked)
+{
+	_cleanup_free_ char *text = NULL;
+	uint64_t max = 0;
+
+	if (read_small_file_at(AT_FDCWD, "/proc/sys/fs/inotify/max_user_watches", 64, &text) < 0 ||
+	    sscanf(text, "%" SCNu64, &max) != 1) {
+		say(r, WARN, "inotify watches", NULL, "cannot read /proc/sys/fs/inotify/max_user_watches");
+		return;
+	}
+	/* two per tracked cgroup (its directory and cgroup.events) */
+	if (max < 2 * tracked + 1024)
+		say(r, WARN, "inotify watches", "sysctl fs.inotify.max_user_watches higher",
+		    "%" PRIu64 " allowed, %" PRIu64 " cgroups tracked need about %" PRIu64, max, tracked,
+		    2 * tracked);
+	else
+		say(r, OK, "inotify watches", NULL, "%" PRIu64 " allowed (2 per tracked cgroup)", max);
+}
+
+static void check_runtimes(struct report *r, const char *hooks_file)
+{
+	struct wbg_config c;
+	const char *const *dirs;
+	unsigned n, present = 0;
+
+	config_init(&c);
+	dirs = config_runtime_dirs(&c, &n);
+	for (unsigned i = 0; i < n; i++)
+		present += access(dirs[i], F_OK) == 0;
+	if (present)
+		say(r, OK, "runtime state", NULL, "%u of %u runtime state directories here", present, n);
+	else
+		say(r, WARN, "runtime state", "[expiry] runtime_state_dirs, where this node's runtime keeps them",
+		    "none of the %u known runtime state directories exists", n);
+	config_done(&c);
+	if (access(hooks_file, R_OK) == 0)
+		say(r, OK, "OCI hook file", NULL, "%s (CRI-O and Podman read it)", hooks_file);
+	else
+		say(r, WARN, "OCI hook file", "install the package on the node (the DaemonSet does not put it there)",
+		    "no %s: containers are not registered (no pod names, no per-pod expiry from annotations)",
+		    hooks_file);
+}
+
+static const char *get_s(struct json_object *d, const char *k)
+{
+	struct json_object *v;
+
+	return d && json_object_object_get_ex(d, k, &v) ? json_object_get_string(v) : NULL;
+}
+
+static uint64_t get_u(struct json_object *d, const char *k)
+{
+	struct json_object *v;
+
+	return d && json_object_object_get_ex(d, k, &v) ? json_object_get_uint64(v) : 0;
+}
+
+int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file)
+{
+	struct report r = { .json = co->json };
+	struct json_object *d = ctl_daemon_status(co);
+	const char *v;
+
+	if (r.json)
+		r.checks = json_object_new_array();
+	check_cgroup(&r, root);
+	check_kernel(&r);
+	check_privileges(&r, root);
+	if (!d)
+		say(&r, FAIL, "wbguardd", "systemctl start wbguard.service (or the DaemonSet's pod)",
+		    "not reachable at %s", co->socket ? co->socket : "the system bus");
+	else {
+		say(&r, OK, "wbguardd", NULL, "%s, %s BPF, mitigating %s", get_s(d, "version"),
+		    strcmp(get_s(d, "bpf") ?: "", "true") == 0 ? "with" : "without", get_s(d, "mitigating"));
+		v = get_s(d, "dying_wb_fallback");
+		if (v && strcmp(v, "active") == 0)
+			say(&r, OK, "kernel", NULL, "has the dying-wb fallback: wbguardd stands down");
+		else
+			say(&r, WARN, "kernel", "wbguardctl verify (a probe, seconds) to know; keep wbguardd running",
+			    "dying-wb fallback %s: this node needs wbguardd", v ? v : "unknown");
+		v = get_s(d, "stall_evidence");
+		if (v && strcmp(v, "yes") == 0)
+			say(&r, OK, "stall evidence", NULL, "removals it never saw are covered by the stall itself");
+		else
+			say(&r, WARN, "stall evidence", "a kernel with fentry/fexit (BTF, 5.5+)", "%s",
+			    v ? v : "unknown");
+		if (get_u(d, "registered_containers"))
+			say(&r, OK, "registrations", NULL, "%" PRIu64 " containers registered by the hook",
+			    get_u(d, "registered_containers"));
+		else
+			say(&r, WARN, "registrations", "check the hook file and the runtime's hooks directory",
+			    "no container registered yet (none started since, or the hook does not run)");
+		check_inotify(&r, get_u(d, "tracked_cgroups"));
+	}
+	check_runtimes(&r, hooks_file);
+	if (r.json) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "checks", r.checks);
+		json_object_object_add(o, "failed", json_object_new_int(r.n[FAIL]));
+		json_object_object_add(o, "warnings", json_object_new_int(r.n[WARN]));
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else
+		printf("%u ok, %u warnings, %u failed\n", r.n[OK], r.n[WARN], r.n[FAIL]);
+	json_object_put(d);
+	return r.n[FAIL] ? 1 : 0;
+}
