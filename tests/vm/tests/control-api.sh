@@ -62,6 +62,10 @@ check "handovers: the API handover is recorded with its trigger" \
 	test "$(jq -r --argjson id "$(jqv /wbg-out/flush.json .handover)" '.[] | select(.id == $id) | .trigger' /wbg-out/handovers.json)" = api
 $ctl handovers >/wbg-out/handovers.txt
 check "handovers: text table" grep -q "api .*flushed.*wbgtest/live" /wbg-out/handovers.txt
+# the runbook's command, as written there, runs on what wbguardctl prints
+filter=$(sed -n "s/.*wbguardctl handovers --json | jq '\(.*\)'\`.*/\1/p" "$WBG_TOP/docs/runbooks.md" | head -1)
+check "the runbook's jq command runs as written (${filter:-none found})" \
+	sh -c "[ -n '$filter' ] && jq '$filter' /wbg-out/handovers.json >/dev/null"
 # Its removal later is a handover of its own.
 kill $writer; wait $writer 2>/dev/null
 sleep 0.5
