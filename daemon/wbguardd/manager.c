@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <time.h>
+#include <systemd/sd-journal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -59,11 +60,20 @@ void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret)
 void manager_refresh_verdict(struct manager *m)
 {
 	struct wbg_evidence e = m->verdicts.evidence;
+	enum wbg_verdict dying = m->verdicts.dying_wb, bdev = m->verdicts.bdev_flush;
 	bool on;
 
 	if (m->bpf)
 		(void)wbg_bpf_evidence(m->bpf, &e);
 	verdicts_update(&m->verdicts, &e, now_usec(m));
+	/* a change, for journalctl MESSAGE_ID= (the first one at start too) */
+	if (log_to_journal() && (dying != m->verdicts.dying_wb || bdev != m->verdicts.bdev_flush))
+		(void)sd_journal_send("MESSAGE=Kernel verdicts: dying-wb fallback %s, separate bdev flush %s",
+				      wbg_verdict_to_string(m->verdicts.dying_wb),
+				      wbg_verdict_to_string(m->verdicts.bdev_flush), "MESSAGE_ID=" WBG_MESSAGE_VERDICT,
+				      "PRIORITY=%d", LOG_NOTICE, "SYSLOG_IDENTIFIER=wbguardd",
+				      "WBGUARD_DYING_WB_FALLBACK=%s", wbg_verdict_to_string(m->verdicts.dying_wb),
+				      "WBGUARD_BDEV_FOREIGN_FLUSH=%s", wbg_verdict_to_string(m->verdicts.bdev_flush), NULL);
 	/* auto: on unless the kernel shows it reaches dying wbs itself */
 	on = m->verdicts.dying_wb != WBG_VERDICT_ACTIVE;
 	if (m->cfg.mitigation == WBG_MITIGATION_AUTO && m->mitigating != on) {
@@ -168,6 +178,10 @@ int manager_reload(struct manager *m)
 	if (r < 0) {
 		config_done(&c);
 		m->reload_failures++;
+		if (log_to_journal())
+			(void)sd_journal_send("MESSAGE=Reload of %s refused; the running configuration stays",
+					      m->config_path, "MESSAGE_ID=" WBG_MESSAGE_RELOAD_REFUSED, "PRIORITY=%d",
+					      LOG_ERR, "SYSLOG_IDENTIFIER=wbguardd", NULL);
 		return log_error_errno(r, "Reload of %s failed; keeping the running configuration", m->config_path);
 	}
 	m->reload_success_realtime = now_realtime_usec();

@@ -107,6 +107,11 @@ extern const struct wbg_systemd_ops manager_systemd_ops;
 struct wbg_rmdir_event;
 int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
 
+/* Journal catalog ids (journalctl MESSAGE_ID=...): a kernel verdict that
+ * changed, a configuration reload refused. */
+#define WBG_MESSAGE_VERDICT "8e9f3341520546d790bc601a609a539b"
+#define WBG_MESSAGE_RELOAD_REFUSED "03d6bab0f6444ea692cc7c44750170e1"
+
 /* Per-pod expiry's world (manager-expiry.c). */
 extern const struct wbg_expiry_ops manager_expiry_ops;
 /* The handover lifecycle's world (manager-lifecycle.c). */

@@ -86,6 +86,8 @@ check "counted (wbguard_config_unknown_keys 1)" sh -c "curl -sf http://127.0.0.1
 printf '[flush]\nworkers = lots\n' >/etc/wbguard/conf.d/70-bad.conf
 systemctl reload wbguard.service 2>/wbg-out/reload-bad.txt
 check "a drop-in with a value it refuses: systemctl reload fails" test $? != 0
+check "the journal has the refusal under its MESSAGE_ID" \
+	sh -c "journalctl MESSAGE_ID=03d6bab0f6444ea692cc7c44750170e1 --no-pager | grep -q 'refused; the running configuration stays'"
 check "the running configuration stays, and the metric says the reload failed" \
 	sh -c "systemctl is-active --quiet wbguard.service && curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_last_reload_successful 0$'"
 /usr/sbin/wbguardd --check-config >/wbg-out/check-config.txt 2>&1
