@@ -9,7 +9,7 @@ _wbguardctl()
 		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
 	fi
 	local commands="status list flush handovers metrics reload verify doctor"
-	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file"
+	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file --pod --namespace --container"
 
 	case $prev in
 	--socket | --hooks-file)
@@ -18,13 +18,13 @@ _wbguardctl()
 	--dir | --cgroup-root | --state-dir | --proc-sys)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
-	--timeout | --limit)
+	--timeout | --limit | --pod | --namespace | --container)
 		return ;;
 	esac
 	local i cmd=""
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys | --hooks-file) ((i++)) ;;
+		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys | --hooks-file | --pod | --namespace | --container) ((i++)) ;;
 		-*) ;;
 		*) cmd=${words[i]}; break ;;
 		esac

@@ -56,6 +56,12 @@ static void print_json(struct json_object *j)
 	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
+static bool selected(const struct ctl_opts *o, const char *pod, const char *ns, const char *name)
+{
+	return (!o->pod || strcmp(o->pod, pod) == 0) && (!o->namespace || strcmp(o->namespace, ns) == 0) &&
+	       (!o->container || strcmp(o->container, name) == 0);
+}
+
 int ctl_list(const struct ctl_opts *o)
 {
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -74,7 +80,11 @@ int ctl_list(const struct ctl_opts *o)
 		printf("%-10s %-9s %12s %12s  %-30s %s\n", "ID", "POPULATED", "DIRTY", "WRITEBACK", "POD", "CGROUP");
 	while (r >= 0 && (r = sd_bus_message_read(reply, "(tsbttssss)", &id, &path, &populated, &dirty, &wb, &cid, &pod,
 						  &ns, &name)) > 0) {
-		struct json_object *c = json_object_new_object();
+		struct json_object *c;
+
+		if (!selected(o, pod, ns, name))
+			continue;
+		c = json_object_new_object();
 
 		json_object_object_add(c, "id", json_object_new_uint64(id));
 		json_object_object_add(c, "cgroup", json_object_new_string(path));
@@ -107,7 +117,54 @@ int ctl_list(const struct ctl_opts *o)
 	return 0;
 }
 
+static int flush_one(const struct ctl_opts *o, const char *cgroup, bool wait);
+
+/* The cgroups --pod, --namespace and --container select: a pod's own
+ * cgroup where it has one, else its containers'. */
+static int flush_selected(const struct ctl_opts *o, bool wait)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct json_object *own = json_object_new_array(), *containers = json_object_new_array(), *pick;
+	const char *path, *cid, *pod, *ns, *name;
+	uint64_t id, dirty, wb;
+	int populated, r, worst = 0;
+
+	if (connect_daemon(o, &bus) < 0 || call(o, bus, "ListCgroups", 0, &reply, NULL) < 0) {
+		json_object_put(own);
+		json_object_put(containers);
+		return EXIT_UNREACHABLE;
+	}
+	r = sd_bus_message_enter_container(reply, 'a', "(tsbttssss)");
+	while (r >= 0 && (r = sd_bus_message_read(reply, "(tsbttssss)", &id, &path, &populated, &dirty, &wb, &cid, &pod,
+						  &ns, &name)) > 0)
+		if (*pod && selected(o, pod, ns, name))
+			json_object_array_add(*name ? containers : own, json_object_new_string(path));
+	pick = !o->container && json_object_array_length(own) ? own : containers;
+	if (json_object_array_length(pick) == 0)
+		log_error("No registered container or pod matches%s%s%s%s%s%s", o->namespace ? " --namespace " : "",
+			  o->namespace ?: "", o->pod ? " --pod " : "", o->pod ?: "", o->container ? " --container " : "",
+			  o->container ?: "");
+	for (size_t i = 0; i < json_object_array_length(pick); i++) {
+		char p[4096];
+
+		snprintf(p, sizeof(p), "/%s", json_object_get_string(json_object_array_get_idx(pick, i)));
+		r = flush_one(o, p, wait);
+		if (r > worst)
+			worst = r;
+	}
+	r = json_object_array_length(pick) ? worst : 1;
+	json_object_put(own);
+	json_object_put(containers);
+	return r;
+}
+
 int ctl_flush(const struct ctl_opts *o, const char *cgroup, bool wait)
+{
+	return cgroup ? flush_one(o, cgroup, wait) : flush_selected(o, wait);
+}
+
+static int flush_one(const struct ctl_opts *o, const char *cgroup, bool wait)
 {
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;

@@ -13,10 +13,15 @@ struct ctl_opts {
 	const char *socket; /* the control socket; NULL: the system bus */
 	bool json;
 	double timeout;
+	/* list, flush: the registered containers' names, as crictl takes
+	 * them (NULL: any) */
+	const char *pod, *namespace, *container;
 };
 
 /* Each returns the command's exit status (see wbguardctl --help). */
 int ctl_list(const struct ctl_opts *o);
+/* cgroup NULL: the cgroups the names select (a pod's own cgroup, else its
+ * containers'). */
 int ctl_flush(const struct ctl_opts *o, const char *cgroup, bool wait);
 int ctl_handovers(const struct ctl_opts *o, unsigned limit);
 int ctl_metrics(const struct ctl_opts *o);

@@ -37,7 +37,9 @@ static void help(void)
 	       "                    and the pod and container the OCI hook registered.\n"
 	       "  flush CGROUP      Write back what CGROUP (a path under the cgroupfs root,\n"
 	       "                    e.g. /system.slice/foo.service) dirtied. With --wait,\n"
-	       "                    return when done or after --timeout.\n"
+	       "                    return when done or after --timeout. Without CGROUP,\n"
+	       "                    --pod/--container name it: a pod's cgroup, else its\n"
+	       "                    containers'.\n"
 	       "  handovers         Recent handovers (one per cgroup going away), oldest\n"
 	       "                    first; --limit N for the last N.\n"
 	       "  metrics           The daemon's Prometheus metrics (text format).\n"
@@ -63,6 +65,9 @@ static void help(void)
 	       "     --timeout SEC       flush --wait: give up after SEC (default 30);\n"
 	       "                         verify: give up on seeing a foreign flush (default 20)\n"
 	       "     --limit N           handovers: only the last N\n"
+	       "     --pod NAME          list, flush: registered containers of that pod\n"
+	       "     --namespace NS      list, flush: ... in that namespace\n"
+	       "     --container NAME    list, flush: ... with that container name\n"
 	       "     --dir DIR           verify: where the probe writes, on a disk-backed filesystem\n"
 	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
 	       "     --cgroup-root PATH  verify, doctor: cgroup2 mount (default /sys/fs/cgroup)\n"
@@ -235,7 +240,7 @@ static int status(const struct ctl_opts *co, const char *state_dir, const char *
 int main(int argc, char **argv)
 {
 	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS, ARG_SOCKET,
-	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT, ARG_HOOKS_FILE };
+	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT, ARG_HOOKS_FILE, ARG_POD, ARG_NAMESPACE, ARG_CONTAINER };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
@@ -244,6 +249,8 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, ARG_SOCKET },   { "system", no_argument, NULL, ARG_SYSTEM },
 		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
 		{ "hooks-file", required_argument, NULL, ARG_HOOKS_FILE },
+		{ "pod", required_argument, NULL, ARG_POD },	      { "namespace", required_argument, NULL, ARG_NAMESPACE },
+		{ "container", required_argument, NULL, ARG_CONTAINER },
 		{},
 	};
 	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = WBG_RUN_DIR, *proc_sys = "/proc/sys",
@@ -287,6 +294,15 @@ int main(int argc, char **argv)
 		case ARG_HOOKS_FILE:
 			hooks_file = optarg;
 			break;
+		case ARG_POD:
+			co.pod = optarg;
+			break;
+		case ARG_NAMESPACE:
+			co.namespace = optarg;
+			break;
+		case ARG_CONTAINER:
+			co.container = optarg;
+			break;
 		case ARG_WAIT:
 			wait = true;
 			break;
@@ -311,7 +327,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind];
-	if (strcmp(cmd, "flush") == 0 ? optind + 2 != argc : optind + 1 != argc) {
+	if (strcmp(cmd, "flush") == 0 ? optind + 2 != argc && !(optind + 1 == argc && (co.pod || co.container))
+				       : optind + 1 != argc) {
 		log_error("%s: wrong number of arguments; see --help", cmd);
 		return 2;
 	}
@@ -323,7 +340,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "list") == 0)
 		return ctl_list(&co);
 	if (strcmp(cmd, "flush") == 0)
-		return ctl_flush(&co, argv[optind + 1], wait);
+		return ctl_flush(&co, optind + 1 < argc ? argv[optind + 1] : NULL, wait);
 	if (strcmp(cmd, "handovers") == 0)
 		return ctl_handovers(&co, (unsigned)limit);
 	if (strcmp(cmd, "metrics") == 0)

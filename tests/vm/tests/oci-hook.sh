@@ -55,6 +55,16 @@ run_container() {
 	check "$rt: the hook ran at createRuntime and resolved the cgroup" \
 		grep -q "container hook-$rt: cgroup $parent/hook-$rt" /wbg-out/hook.log
 	$ctl list --json >/wbg-out/list-$rt.json 2>/dev/null
+	if [ $rt = crun ] && [ "$parent" = wbgtest ]; then
+		# as crictl takes them: the pod's names
+		$ctl list --json --namespace shop --pod web-0 >/wbg-out/list-pod.json 2>/dev/null
+		check "list --namespace shop --pod web-0: only that pod's container" \
+			test "$(jq -r '[.[] | .cgroup] | join(" ")' /wbg-out/list-pod.json)" = "$parent/hook-crun"
+		$ctl flush --pod web-0 --container app >/wbg-out/flush-pod.txt 2>&1
+		frc=$?
+		check "flush --pod web-0 --container app: its cgroup, by name (exit $frc: $(cat /wbg-out/flush-pod.txt))" \
+			sh -c "[ $frc = 0 ] && grep -q '^handover [0-9]*: ' /wbg-out/flush-pod.txt"
+	fi
 	i=0; while [ "$($rt state hook-$rt 2>/dev/null | jq -r .status)" = running ] && [ $i -lt 100 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
