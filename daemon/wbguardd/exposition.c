@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The whole exposition: each part's families (they read their own state
  * and change nothing), for /metrics, the Metrics method and the textfile. */
+#include <time.h>
 #include <stdlib.h>
 
 #include "bpf-programs.h"
@@ -90,6 +91,15 @@ void metrics_textfile_update(struct manager *m, bool force)
 		return;
 	}
 	metrics_write(m, f);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		metric_value(f, "wbguard_textfile_last_update_timestamp_seconds", "gauge",
+			     "When wbguardd wrote this file (Unix time): at least every minute while it runs; older "
+			     "means it is not running.",
+			     (double)ts.tv_sec);
+	}
 	if (fclose(f) != 0) {
 		free(buf);
 		log_oom();

@@ -91,6 +91,10 @@ static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	struct manager *m = userdata;
 
 	manager_refresh_verdict(m);
+	/* the textfile too, once a minute, so that its timestamp says the
+	 * daemon is alive while nothing happens (a dead one's goes stale) */
+	if (now_usec(m) - m->textfile_written_usec >= 60ULL * 1000 * 1000)
+		metrics_textfile_update(m, true);
 	timer_arm_once(s, now_usec(m) + VERDICT_REFRESH_USEC);
 	return 0;
 }
