@@ -16,11 +16,13 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "sysctl-keeper.h"
 
 static const char *arg_config = WBG_CONF_FILE;
 static const char *arg_cgroup_root;
 static bool arg_no_bpf;
 static bool arg_check_config;
+static bool arg_restore_sysctl;
 
 static void help(void)
 {
@@ -35,12 +37,15 @@ static void help(void)
 	       "     --no-bpf             do not load BPF programs\n"
 	       "     --check-config       check the configuration (and its conf.d/ drop-ins)\n"
 	       "                          and exit: 0 valid, 1 refused (file:line named)\n"
+	       "     --restore-sysctl     put vm.dirty_expire_centisecs back to the admin's value\n"
+	       "                          if a killed wbguardd left it lowered, and exit (for a\n"
+	       "                          package's removal; the daemon must not run)\n"
 	       "     --log-level=LEVEL    emerg ... debug (overrides the configuration)\n");
 }
 
 static int parse_argv(int argc, char **argv, const char **ret_level)
 {
-	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL, ARG_CHECK_CONFIG };
+	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL, ARG_CHECK_CONFIG, ARG_RESTORE_SYSCTL };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -49,6 +54,7 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 		{ "no-bpf", no_argument, NULL, ARG_NO_BPF },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{ "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+		{ "restore-sysctl", no_argument, NULL, ARG_RESTORE_SYSCTL },
 		{},
 	};
 	int c;
@@ -75,6 +81,9 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 			break;
 		case ARG_CHECK_CONFIG:
 			arg_check_config = true;
+			break;
+		case ARG_RESTORE_SYSCTL:
+			arg_restore_sysctl = true;
 			break;
 		default:
 			return -EINVAL;
@@ -119,6 +128,22 @@ int main(int argc, char **argv)
 	r = parse_argv(argc, argv, &level);
 	if (r < 0)
 		return 2;
+	if (arg_restore_sysctl) {
+		/* what the next start would do first, without starting: a
+		 * state file a killed wbguardd left says the admin's value (the
+		 * sysctl keeper restores it unless someone changed it since),
+		 * and it goes */
+		struct wbg_config c;
+		struct wbg_sysctl k;
+
+		config_init(&c);
+		(void)config_load(&c, arg_config); /* where the state is; defaults if unreadable */
+		r = sysctl_keeper_open(&k, c.proc_sys, c.state_dir);
+		if (r >= 0)
+			r = sysctl_keeper_restore(&k);
+		config_done(&c);
+		return r < 0 ? 1 : 0;
+	}
 	if (arg_check_config) {
 		/* for CI on a ConfigMap: what this wbguardd makes of it, as a
 		 * start or reload would (unknown keys warned of, not fatal) */

@@ -110,6 +110,23 @@ for d in pre 0 0.1 0.3 0.6 1.5; do
 	fi
 done
 
+# Killed while a pod holds the sysctl lowered, and not started again (a
+# package removed, a DaemonSet deleted): wbguardd --restore-sysctl, which
+# the package's prerm runs, puts the admin's value back.
+start kp-restore.log
+mkdir /sys/fs/cgroup/wbgtest/g
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g/cgroup.procs; exec sleep 1000' &
+gp=$!
+i=0; while [ "$(cat $sysctl)" = "$admin" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+kill -9 $DAEMON; wait $DAEMON 2>/dev/null
+check "killed while a pod held it: the sysctl still lowered ($(cat $sysctl))" test "$(cat $sysctl)" != "$admin"
+"$B/daemon/wbguardd" --restore-sysctl --config /tmp/kp.conf 2>/wbg-out/restore.txt
+check "wbguardd --restore-sysctl: exit 0, the admin's value back, no state file" \
+	sh -c "[ $? = 0 ] && [ \"\$(cat $sysctl)\" = $admin ] && [ ! -e /run/wbguard/sysctl.json ]"
+kill $gp; wait $gp 2>/dev/null
+i=0; while grep -q 'populated 1' /sys/fs/cgroup/wbgtest/g/cgroup.events && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+rmdir /sys/fs/cgroup/wbgtest/g
+
 # Removed while no wbguardd ran: only the restart's scan of dying wbs can
 # know it.
 writer gone
