@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +98,52 @@ static int load_config(const struct oci_state *s, struct oci_config *ret, char *
 	return oci_config_parse(text, n, ret, err, errlen);
 }
 
+/* Network and FUSE filesystems have no cgroup writeback (no dying wb to
+ * stall on), and their syncfs can hang on a server: never flushed here, as
+ * wbguardd's [flush] exclude_fstypes leaves them. */
+static bool fs_excluded(long type)
+{
+	static const long excluded[] = {
+		0x6969,     /* NFS */
+		0xff534d42, /* CIFS */
+		0xfe534d42, /* SMB2 */
+		0x517b,     /* SMB */
+		0x65735546, /* FUSE */
+		0x00c36400, /* Ceph */
+		0x01021997, /* 9p */
+		0x013111a8, /* Lustre */
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(excluded); i++)
+		if ((unsigned long)type == (unsigned long)excluded[i])
+			return true;
+	return false;
+}
+
+/* A directory or regular file at path, opened for syncfs; never a device
+ * node (opening one as root can act on the device) nor a network or FUSE
+ * filesystem. Looked at through an O_PATH descriptor first, which opens
+ * nothing. */
+static int open_for_syncfs(const char *path, struct stat *ret)
+{
+	_cleanup_close_ int pfd = open(path, O_PATH | O_CLOEXEC);
+	struct statfs sfs;
+	char proc[64];
+	int fd;
+
+	if (pfd < 0 || fstat(pfd, ret) < 0)
+		return -errno;
+	if (!S_ISDIR(ret->st_mode) && !S_ISREG(ret->st_mode))
+		return -ENOTDIR;
+	if (fstatfs(pfd, &sfs) < 0)
+		return -errno;
+	if (fs_excluded((long)sfs.f_type))
+		return -EREMOTE;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
 /* syncfs on each distinct filesystem: the rootfs and the sources of the
  * writable bind mounts. Each open is of the container's own paths. The
  * rootfs is root.path: absolute (Podman, CRI-O: the storage's merged
@@ -120,9 +167,9 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 
 		if (i < c->n_mounts && (!c->mounts[i].bind || !c->mounts[i].rw || path[0] != '/'))
 			continue;
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0 || fstat(fd, &st) < 0)
-			continue; /* gone, or not ours to open: nothing to do */
+		fd = open_for_syncfs(path, &st);
+		if (fd < 0)
+			continue; /* gone, a device, remote, not ours to open: nothing to do */
 		for (size_t k = 0; k < n_done; k++)
 			seen |= done[k] == st.st_dev;
 		if (seen)
