@@ -48,3 +48,29 @@ char *escape_dup(const char *s)
 	}
 	return buf;
 }
+
+char *utf8_escape_dup(const char *s, bool json)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return NULL;
+	while (*p) {
+		size_t k = utf8_len(p);
+
+		if (k == 0) {
+			fprintf(f, json ? "\\\\x%02x" : "\\x%02x", *p);
+			k = 1;
+		} else
+			fwrite(p, 1, k, f);
+		p += k;
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

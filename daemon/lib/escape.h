@@ -3,6 +3,7 @@
  * metrics is escaped. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -12,3 +13,7 @@ size_t utf8_len(const unsigned char *s);
 void fputs_escaped(const char *s, FILE *f);
 /* The same, allocated; NULL on ENOMEM. */
 char *escape_dup(const char *s);
+/* Only the bytes that are not UTF-8 escaped, as \xNN (json: as \\xNN,
+ * which keeps a JSON text valid: the escape is inside a string), so that
+ * D-Bus, which refuses invalid UTF-8, takes the string; NULL on ENOMEM. */
+char *utf8_escape_dup(const char *s, bool json);

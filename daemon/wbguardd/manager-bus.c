@@ -12,6 +12,7 @@
 #include "bpf-programs.h"
 #include "cgroup-util.h"
 #include "control-client.h"
+#include "escape.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -113,9 +114,15 @@ static int list_one(sd_bus_message *reply, struct manager *m, const struct wbg_c
 	const struct wbg_container *ct = containers_find(&m->containers, c->path);
 	uint64_t dirty = 0, wb = 0;
 
+	/* a name that is not UTF-8 (a tenant's cgroup may have any bytes)
+	 * escaped: D-Bus would refuse the whole reply */
+	_cleanup_free_ char *path = utf8_escape_dup(c->path, false);
+
+	if (!path)
+		return -ENOMEM;
 	/* read now; a cgroup removed meanwhile shows 0 */
 	(void)cg_read_dirty(m->cfg.cgroup_root, c->path, &dirty, &wb);
-	return sd_bus_message_append(reply, "(tsbttssss)", c->id, c->path, c->populated, dirty, wb,
+	return sd_bus_message_append(reply, "(tsbttssss)", c->id, path, c->populated, dirty, wb,
 				     ct ? ct->id : "", ct && ct->pod ? ct->pod : "",
 				     ct && ct->namespace ? ct->namespace : "", ct && ct->name ? ct->name : "");
 }
@@ -171,8 +178,11 @@ static int method_handovers(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	/* oldest first, as in handovers.jsonl */
 	for (uint64_t i = lifecycle_recent_first(&m->lifecycle, limit); r >= 0 && i < m->lifecycle.n_recent; i++) {
 		const struct wbg_recent *rec = lifecycle_recent_at(&m->lifecycle, i);
+		/* a record of a cgroup whose name is not UTF-8 would make D-Bus
+		 * refuse every record in the reply */
+		_cleanup_free_ char *json = utf8_escape_dup(rec && rec->json ? rec->json : "{}", true);
 
-		r = sd_bus_message_append(reply, "s", rec && rec->json ? rec->json : "{}");
+		r = json ? sd_bus_message_append(reply, "s", json) : -ENOMEM;
 	}
 	if (r >= 0)
 		r = sd_bus_message_close_container(reply);

@@ -24,5 +24,15 @@ int main(void)
 	CHECK(is("caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"), "valid UTF-8 stays");
 	CHECK(is("\xc3", "\\xc3"), "a cut-off UTF-8 sequence");
 	CHECK(is("\x7f", "\\x7f"), "DEL");
+	{
+		char *a = utf8_escape_dup("bad\xff/ok\ttab caf\xc3\xa9", false);
+		char *b = utf8_escape_dup("{\"cgroup\":\"bad\xff\"}", true);
+
+		CHECK(a && strcmp(a, "bad\\xff/ok\ttab caf\xc3\xa9") == 0,
+		      "for D-Bus: only bytes that are not UTF-8 escaped (a tab and UTF-8 stay)");
+		CHECK(b && strcmp(b, "{\"cgroup\":\"bad\\\\xff\"}") == 0, "in a JSON text: escaped so that it stays JSON");
+		free(a);
+		free(b);
+	}
 	return tap_done();
 }

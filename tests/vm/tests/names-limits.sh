@@ -49,6 +49,11 @@ done
 check "control characters escaped in the log (no raw ESC)" \
 	sh -c "grep -q 'wbgtest/esc\\\\x1b\[31mred' /wbg-out/wbguardd.log && ! grep -q \"\$(printf '\\033')\" /wbg-out/wbguardd.log"
 check "non-UTF-8 bytes escaped in the log" grep -q 'bad\\xff\\xfebytes' /wbg-out/wbguardd.log
+# D-Bus refuses strings that are not UTF-8: such a record, sent as it is,
+# broke wbguardctl handovers (and list) for every record beside it
+$B/daemon/wbguardctl handovers --json >/wbg-out/handovers-names.json 2>/wbg-out/handovers-names.err
+check "wbguardctl handovers answers with a non-UTF-8 name among the records, escaped" \
+	sh -c "[ $? = 0 ] && jq -e 'any(.[]; .cgroup == \"wbgtest/bad\\\\xff\\\\xfebytes\")' /wbg-out/handovers-names.json >/dev/null"
 scrape_metrics
 promtool check metrics </wbg-out/metrics.txt >/wbg-out/promtool.txt 2>&1
 check "the metrics stay valid (promtool) with these names in their labels" test $? = 0
