@@ -484,6 +484,12 @@ struct manager *manager_free(struct manager *m)
 	 * interrupted: the next start redoes them), its callers answered. */
 	if (m->lifecycle.ops)
 		lifecycle_stop(&m->lifecycle);
+	/* Then at once, after every handover is retired (a retired one may
+	 * not boost any more) and before anything that talks to a peer (a
+	 * bus flush can block on one): the admin's value back and the state
+	 * file gone. */
+	if (m->event)
+		expiry_stop(&m->expiry);
 	config_watch_stop(&m->config_watch);
 	control_stop(&m->control);
 	watch_systemd_stop(&m->systemd);
@@ -497,13 +503,8 @@ struct manager *manager_free(struct manager *m)
 	m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
 	m->pool_source = sd_event_source_disable_unref(m->pool_source);
 	host_stop(&m->host);
-	/* Last, after every handover is retired (a retired one may not boost
-	 * any more, but nothing may hold it after this): the admin's value
-	 * back and the state file gone. */
-	if (m->event) {
-		expiry_stop(&m->expiry);
+	if (m->event)
 		metrics_textfile_update(m, true);
-	}
 	textfile_free(m->textfile, 2ULL * 1000 * 1000); /* a stalled disk does not hold the exit */
 	flush_pool_free(m->pool);
 	watch_done(&m->watch);
