@@ -103,6 +103,17 @@ static int dup_opt(const char *s, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+/* A tenant's value, kept only within max bytes: a registration costs what
+ * Kubernetes' names cost, whatever a container's annotations say. */
+static const char *bounded(struct wbg_containers *t, const char *s, size_t max)
+{
+	if (s && strnlen(s, max + 1) > max) {
+		t->values_too_long++;
+		return NULL;
+	}
+	return s;
+}
+
 int containers_register(struct wbg_containers *t, const char *path, const char *id, const char *bundle,
 			const char *const *keys, const char *const *values, size_t n)
 {
@@ -115,6 +126,10 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(keys[i], WBG_EXPIRY_ANNOTATION) == 0)
 			expire = values[i];
+	pod = bounded(t, pod, WBG_CONTAINER_NAME_MAX);
+	ns = bounded(t, ns, WBG_CONTAINER_NAMESPACE_MAX);
+	name = bounded(t, name, WBG_CONTAINER_NAME_MAX);
+	expire = bounded(t, expire, WBG_CONTAINER_EXPIRE_MAX);
 	if (dup_opt(path, &c->path) < 0 || dup_opt(id, &c->id) < 0 || dup_opt(bundle, &c->bundle) < 0 ||
 	    dup_opt(pod, &c->pod) < 0 || dup_opt(ns, &c->namespace) < 0 || dup_opt(name, &c->name) < 0 ||
 	    dup_opt(expire, &c->dirty_expire) < 0) {

@@ -31,7 +31,16 @@ struct wbg_containers {
 	void *by_parent; /* the newest container below each parent cgroup */
 	struct wbg_ring ring; /* arrival order, for eviction */
 	uint64_t next_seq;
+	uint64_t values_too_long; /* names longer than Kubernetes allows: not kept (counted) */
 };
+
+/* What a registration keeps of a tenant's annotations, at most: the names'
+ * lengths Kubernetes allows (a pod's name is a DNS subdomain, 253; a
+ * namespace a label, 63), and an expiry like "1500ms". Longer ones are not
+ * stored, as if absent. */
+#define WBG_CONTAINER_NAME_MAX 253
+#define WBG_CONTAINER_NAMESPACE_MAX 63
+#define WBG_CONTAINER_EXPIRE_MAX 32
 
 int containers_init(struct wbg_containers *t, size_t cap);
 void containers_free(struct wbg_containers *t);

@@ -74,5 +74,22 @@ int main(void)
 	containers_forget(&t, "kubepods/pod1/c1");
 	CHECK(!containers_find_below(&t, "kubepods/pod1"), "all gone: none");
 	containers_free(&t);
+	{
+		char longname[400];
+		const char *k[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "wbguard.io/dirty-expire" };
+		const char *v[] = { longname, "ns", "1s" };
+		struct wbg_container_names nm;
+
+		memset(longname, 'x', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = 0;
+		CHECK(containers_init(&t, 8) == 0 && containers_register(&t, "k/long", "l", "/b/l", k, v, 3) == 0 &&
+			      t.values_too_long == 1,
+		      "a pod name longer than Kubernetes allows: not kept, counted");
+		containers_names(&t, "k/long", &nm);
+		CHECK(strcmp(nm.pod, "") == 0 && streq(containers_find(&t, "k/long")->namespace, "ns") &&
+			      streq(containers_find(&t, "k/long")->dirty_expire, "1s"),
+		      "no pod label from it; its other values kept");
+		containers_free(&t);
+	}
 	return tap_done();
 }
