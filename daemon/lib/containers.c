@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
 #include "containers.h"
+#include "log.h"
 #include "expiry-policy.h"
 #include "macro.h"
 #include "oci.h"
@@ -108,7 +110,11 @@ static int dup_opt(const char *s, char **ret)
 static const char *bounded(struct wbg_containers *t, const char *s, size_t max)
 {
 	if (s && strnlen(s, max + 1) > max) {
-		t->values_too_long++;
+		uint64_t k = ++t->values_too_long;
+
+		if (!(k & (k - 1))) /* 1, 2, 4...: a tenant's flood writes a few lines */
+			log_notice("A container's annotation value is longer than %zu bytes: not kept (%" PRIu64 " so far)",
+				   max, k);
 		return NULL;
 	}
 	return s;

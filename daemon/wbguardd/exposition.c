@@ -60,6 +60,9 @@ void metrics_write(const struct manager *m, FILE *f)
 		     "When the configuration was last loaded (Unix time).", (double)m->reload_success_realtime / 1e6);
 	metric_counter(f, "wbguard_config_reload_failures_total", "Reloads refused (the file named the error).",
 		       m->reload_failures);
+	metric_counter(f, "wbguard_container_values_too_long_total",
+		       "Container names in annotations longer than Kubernetes allows: not kept.",
+		       m->containers.values_too_long);
 	metric_value(f, "wbguard_config_unknown_keys", "gauge",
 		     "Keys the running configuration has that this wbguardd does not know (logged, ignored).",
 		     m->cfg.unknown_keys);
