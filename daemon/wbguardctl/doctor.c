@@ -40,7 +40,7 @@ static void say(struct report *r, enum level l, const char *what, const char *ne
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	vsnprintf(detail, sizeof(detail), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start is just above */
 	va_end(ap);
 	r->n[l]++;
 	if (r->json) {
