@@ -132,7 +132,7 @@ static int open_for_syncfs(const char *path, struct stat *ret)
 	int fd;
 
 	if (pfd < 0 || fstat(pfd, ret) < 0)
-		return -errno;
+		return errno > 0 ? -errno : -EIO;
 	if (!S_ISDIR(ret->st_mode) && !S_ISREG(ret->st_mode))
 		return -ENOTDIR;
 	if (fstatfs(pfd, &sfs) < 0)
@@ -162,7 +162,7 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 	for (size_t i = 0; i <= c->n_mounts; i++) {
 		const char *path = i == c->n_mounts ? root : c->mounts[i].source;
 		_cleanup_close_ int fd = -EBADF;
-		struct stat st;
+		struct stat st = { 0 };
 		bool seen = false;
 
 		if (i < c->n_mounts && (!c->mounts[i].bind || !c->mounts[i].rw || path[0] != '/'))
