@@ -80,20 +80,42 @@ verdict() { grep "^wbguard_kernel_$1{state=" /wbg-out/metrics.txt | awk '$2 == 1
 # fgt A B: A > B as numbers (decimals allowed); empty counts as 0.
 fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 
-# kill_while_watched PAUSE_STALLED STALLED_JSON: on-evidence, wbstall's old
-# cgroup removed dirty; wbguardd killed -9 while it is watched and started
-# again before the replacement writes (--pause 8). The restart flushes what
-# the watch's pending record named (recovered), so the replacement does not
-# stall: its balance_dirty_pages pause under a quarter of PAUSE_STALLED
-# (the unguarded run's). The kernel's flusher is held off meanwhile, so the
-# dying wb is still dirty at the restart.
+# The removals wbguardd was not there for, each against the unguarded run
+# (STALLED_JSON, wbstall's result with wbguardd off), by a count rather
+# than a time: the replacement's failed foreign flushes to the old cgroup
+# (-ENOENT) under a quarter of the unguarded run's (the goal, 2%, and the
+# worst lag and append time against the control are printed for
+# tests/README: timing is the benchmarks'). Each first
+# checks that the old cgroup left data dirty at its removal: without that
+# there is no stall to prevent, and the check says so (skip) instead of
+# passing. The kernel's periodic flusher is off meanwhile and the parent has
+# 1 GiB, so the old data stays dirty.
+STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 1G --dir /mnt/ext4 --mode removed"
+
+# stall_judge WHAT JSON STALLED_JSON
+stall_judge() {
+	local what=$1 j=$2 stalled=$3 e u
+	e=$(jqv "$j" '.cgroup_writeback_by_id.old_target.enoent // 0')
+	u=$(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent // 0')
+	echo "# $what: old data dirty at removal $(jqv "$j" .old.file_dirty_at_removal) B; replacement worst lag $(jqv "$j" .new.worst_lag_s) s, append $(jqv "$j" .new.elapsed_s) s, -ENOENT $e (unguarded: $u)"
+	if [ "$(jqv "$j" .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
+		check "$what: -ENOENT to the old cgroup under a quarter of the unguarded run's ($e of $u)" \
+			awk -v e="${e:-0}" -v u="${u:-0}" 'BEGIN { exit !(u > 0 && e * 4 < u) }'
+	else
+		skip "$what: the kernel had written the old cgroup's data before its removal (no stall to prevent)"
+	fi
+}
+
+# kill_while_watched STALLED_JSON: on-evidence, wbguardd killed -9 while the
+# removed cgroup is watched and started again before the replacement writes
+# (--pause 8): the restart flushes what the watch's pending record named
+# (recovered).
 kill_while_watched() {
-	local pause_stalled=$1 stalled=$2 ws i r p wb
+	local stalled=$1 ws i r wb
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
-	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --pause 8 --dir /mnt/ext4 --mode removed \
-		--json /wbg-out/killed.json >/dev/null &
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/killed.json >/dev/null &
 	ws=$!
 	i=0
 	until { scrape_metrics && [ "$(metric wbguard_dying_watched)" = 1 ]; } || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -109,17 +131,12 @@ kill_while_watched() {
 	echo "# recovered: $(echo "$r" | jq -c '{outcome, targets, cleanup_rerun}')"
 	check "kill: the restart flushed what the watch's record named (recovered, flushed)" \
 		test "$(echo "$r" | jq -r .outcome)" = flushed
-	scrape_metrics
-	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
-	echo "# killed and restarted: the replacement's pause ${p:-0} s (unguarded: ${pause_stalled:-0} s), worst lag $(jqv /wbg-out/killed.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/killed.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded: $(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent'))"
-	check "kill: the replacement's pause time under a quarter of the unguarded run's" \
-		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	stall_judge "kill -9 while watched" /wbg-out/killed.json "$stalled"
 	daemon_stop
 }
 
-# unseen_removals PAUSE_STALLED STALLED_JSON [NO_WBSTATS]: the removals
-# wbguardd never saw or refused, covered by the stall itself, each against
-# the unguarded run (PAUSE_STALLED, STALLED_JSON). NO_WBSTATS=1: debugfs
+# unseen_removals STALLED_JSON [NO_WBSTATS]: the removals wbguardd never
+# saw or refused, covered by the stall itself. NO_WBSTATS=1: debugfs
 # unmounted, so that a restart's recovery cannot find the dying wb (as on
 # kernels before 6.10) and only the stall tells.
 #  (b) wbguardd stopped while the old cgroup writes, started after its
@@ -127,12 +144,11 @@ kill_while_watched() {
 #  (c) the removal past [flush] watch_max (a removal watched already fills
 #      the table): flushed at once instead.
 unseen_removals() {
-	local pause_stalled=$1 stalled=$2 no_wbstats=${3:-} ws i r p wb
+	local stalled=$1 no_wbstats=${2:-} ws i r wb
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
-	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --pause 8 --dir /mnt/ext4 --mode removed \
-		--json /wbg-out/unseen.json >/dev/null &
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/unseen.json >/dev/null &
 	ws=$!
 	sleep 1
 	daemon_stop
@@ -142,17 +158,20 @@ unseen_removals() {
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
 	wait $ws
 	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
-	r=$(grep '"cgroup_id":' /run/wbguard/handovers.jsonl | jq -c 'select(.trigger == "stall" or .trigger == "recovered")' | tail -1)
-	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}')"
+	sleep 1
 	scrape_metrics
-	check "unseen: covered by the stall itself${no_wbstats:+ (no wb_stats: nothing else could find it)}, or by the restart's recovery" \
-		sh -c "echo '$r' | jq -e 'select(.outcome == \"flushed\" and (.trigger == \"stall\" or (.trigger == \"recovered\" and \"$no_wbstats\" == \"\")))' >/dev/null"
-	[ -n "$no_wbstats" ] && check "unseen, no wb_stats: one stall handover for the cgroup (later -ENOENT only counted)" \
-		test "$(metric 'wbguard_stall_reports_total{result="started"}')" = 1
-	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
-	echo "# unseen${no_wbstats:+ (no wb_stats)}: the replacement's pause ${p:-0} s (unguarded: ${pause_stalled:-0} s), worst lag $(jqv /wbg-out/unseen.json .new.worst_lag_s) s, append $(jqv /wbg-out/unseen.json .new.elapsed_s) s, -ENOENT $(jqv /wbg-out/unseen.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded: $(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent'))"
-	check "unseen: the replacement's pause time under a quarter of the unguarded run's" \
-		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	r=$(jq -c 'select(.trigger == "stall" or .trigger == "recovered")' /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
+	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}' 2>/dev/null); stall reports $(metric 'wbguard_stall_reports_total{result="started"}') started, $(metric wbguard_kernel_stall_repeats_total) repeats"
+	if [ "$(jqv /wbg-out/unseen.json .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
+		if [ -n "$no_wbstats" ]; then
+			check "unseen, no wb_stats: the stall itself started one handover (trigger stall), flushed" \
+				sh -c "[ '$(metric 'wbguard_stall_reports_total{result="started"}')' = 1 ] && [ '$(echo "$r" | jq -r '"\(.trigger) \(.outcome)"' 2>/dev/null)' = 'stall flushed' ]"
+		else
+			check "unseen: covered (the stall itself, or the restart's scan of dying wbs)" \
+				sh -c "echo '$r' | jq -e 'select(.outcome == \"flushed\")' >/dev/null"
+		fi
+	fi
+	stall_judge "unseen${no_wbstats:+, no wb_stats}" /wbg-out/unseen.json "$stalled"
 	daemon_stop
 
 	# (c) past watch_max: a removal already fills the table
@@ -161,18 +180,14 @@ unseen_removals() {
 	mkdir /sys/fs/cgroup/filler
 	sh -c 'echo $$ >/sys/fs/cgroup/filler/cgroup.procs; exec dd if=/dev/zero of=/mnt/ext4/filler bs=1M count=4 status=none'
 	rmdir /sys/fs/cgroup/filler
-	"$WBG_BUILD/tests/wbstall" --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed \
-		--json /wbg-out/full.json >/dev/null
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --json /wbg-out/full.json >/dev/null
 	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 	scrape_metrics
 	r=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
 	echo "# past watch_max: $(echo "$r" | jq -c '{trigger, outcome, first_flush_s, removed_s}')"
 	check "past watch_max: refused (counted), flushed at its removal" \
 		sh -c "[ '$(metric wbguard_dying_watch_full_total)' -ge 1 ] && [ '$(echo "$r" | jq -r .outcome)' = flushed ]"
-	p=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
-	echo "# past watch_max: the replacement's pause ${p:-0} s, worst lag $(jqv /wbg-out/full.json .new.worst_lag_s) s, append $(jqv /wbg-out/full.json .new.elapsed_s) s, -ENOENT $(jqv /wbg-out/full.json '.cgroup_writeback_by_id.old_target.enoent // 0')"
-	check "past watch_max: the replacement's pause time under a quarter of the unguarded run's" \
-		fgt "$pause_stalled" "$(awk -v p="${p:-0}" 'BEGIN { print p * 4 }')"
+	stall_judge "past watch_max" /wbg-out/full.json "$stalled"
 	daemon_stop
 	rm -f /mnt/ext4/filler
 }

@@ -63,10 +63,10 @@ daemon_stop
 # replacement writes. 6.1 has no wb_stats, so only the pending record the
 # watch left in the state dir says what to flush; the restart flushes it
 # (recovered) and the replacement does not stall.
-kill_while_watched "$pause_off" /wbg-out/r.json
+kill_while_watched /wbg-out/r.json
 # Removals it never saw (down at the removal) or refused (watch_max): the
 # stall itself starts a handover, or the removal is flushed at once.
-unseen_removals "$pause_off" /wbg-out/r.json 1
+unseen_removals /wbg-out/r.json 1
 
 "$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
 check "verify exits 1 (missing) on 6.1" test $? = 1

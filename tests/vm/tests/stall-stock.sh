@@ -130,10 +130,10 @@ daemon_stop
 
 # A watch survives a kill -9 (6.12: wb_stats could find it too; the
 # pending record names it first).
-kill_while_watched "$pause_off" /wbg-out/ext4.json
+kill_while_watched /wbg-out/ext4.json
 # Removals it never saw (down at the removal; debugfs unmounted, so that
 # only the stall tells) or refused (watch_max).
-unseen_removals "$pause_off" /wbg-out/ext4.json 1
+unseen_removals /wbg-out/ext4.json 1
 
 # The active probe: the same verdict, quickly, and nothing left behind, even
 # when interrupted.
