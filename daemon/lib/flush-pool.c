@@ -156,6 +156,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 								 &j->stats)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
+				j->handles_refused = j->use_inodes;
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, 1);
 			}
@@ -170,6 +171,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 								 FLUSH_INODE_START, &j->stats)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
+				j->handles_refused = j->use_inodes;
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, j->passes);
 			}
@@ -177,6 +179,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 			j->result = flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, FLUSH_INODE_FSYNC, &j->stats);
 			if (j->result < 0) {
 				/* handles refused: the whole filesystem instead */
+				j->handles_refused = true;
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, j->passes);
 			} else
@@ -302,7 +305,7 @@ static void *worker(void *userdata)
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
 		s = slot_for(p, j->dev, j->kind, false);
-		if (j->fell_back) {
+		if (j->handles_refused) {
 			p->handle_fallbacks++;
 			if (s)
 				s->handles_refused = true; /* its next own-file jobs wait for the budget */

@@ -59,7 +59,8 @@ struct flush_job {
 	/* results, filled by the worker */
 	uint64_t queued_usec, started_usec, finished_usec;
 	int result;
-	bool fell_back;          /* inodes were refused; syncfs was done instead */
+	bool fell_back;          /* inodes were refused (or none given); syncfs was done instead */
+	bool handles_refused;    /* ... because opening by handle was refused (not for want of a set) */
 	struct wbg_flush_stats stats;
 	uint64_t device_bytes;   /* written to the device while the job ran */
 	bool stuck;              /* still running past the timeout: its worker was replaced */

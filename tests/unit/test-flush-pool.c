@@ -104,6 +104,19 @@ static void refusing_run(struct flush_job *j, void *userdata)
 {
 	j->started_usec = j->queued_usec;
 	if (j->use_inodes) {
+		j->fell_back = j->handles_refused = true;
+		j->stats.syncfs_calls++;
+	}
+	j->result = 0;
+	j->finished_usec = j->started_usec + 1;
+}
+
+/* Handles work, but one job came with no inode set: its syncfs is a
+ * fallback, and says nothing about handles. */
+static void noset_run(struct flush_job *j, void *userdata)
+{
+	j->started_usec = j->queued_usec;
+	if (!j->use_inodes) {
 		j->fell_back = true;
 		j->stats.syncfs_calls++;
 	}
@@ -133,6 +146,15 @@ static uint64_t evidence_burst(bool probe_ok, void (*run)(struct flush_job *j, v
 	flush_pool_set_runner(p, run, NULL);
 	flush_pool_set_interval(p, 1000 * 1000);
 	flush_pool_set_handles(p, probe_ok);
+	if (run == noset_run) {
+		/* an expiry job without an inode set goes first */
+		struct flush_job *e = job(9, "/e", 99);
+
+		e->mode = FLUSH_MODE_EXPIRY;
+		flush_pool_submit(p, e);
+		usleep(20 * 1000);
+		(void)collect(p, 0, NULL);
+	}
 	for (uint64_t i = 1; i <= 30; i++) {
 		flush_pool_submit(p, evidence_job(9, i));
 		usleep(10 * 1000);
@@ -150,6 +172,10 @@ static void refused_handles(void)
 
 	started = evidence_burst(true, fake_run, &fallbacks);
 	CHECK(started >= 10, "handles work: a cgroup's own-inode jobs are not held by the budget (%llu of 30 started)",
+	      (unsigned long long)started);
+	started = evidence_burst(true, noset_run, &fallbacks);
+	CHECK(started >= 10 && fallbacks == 0,
+	      "a job that fell back for want of an inode set is no sign of refused handles (%llu started)",
 	      (unsigned long long)started);
 	started = evidence_burst(false, refusing_run, &fallbacks);
 	CHECK(started <= 2, "the probe said handles are refused: their syncfs fallbacks are budgeted (%llu started)",
