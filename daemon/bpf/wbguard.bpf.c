@@ -97,7 +97,8 @@ static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct
 struct inflight {
 	__u64 cgroup_id;
 	__u32 target_state;
-	__u32 bdi_dev;
+	__u32 pad;
+	struct backing_dev_info *bdi;
 };
 
 /* Set by user space while it handles the stall of cgroups it does not
@@ -111,8 +112,11 @@ struct {
 	__type(value, __u64);
 } stall_reported SEC(".maps");
 
-/* One event per dying cgroup, whatever rate its foreign flushes fail at. */
-static __always_inline void stall_report(__u64 id, __u32 bdi_dev)
+/* One event per dying cgroup, whatever rate its foreign flushes fail at.
+ * The bdi is named by its dev_name ("254:0" for a disk): its struct
+ * device's devt is 0 (a class device), so the name is what says which
+ * block device it writes. */
+static __always_inline void stall_report(__u64 id, struct backing_dev_info *bdi)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct wbg_rmdir_event *e;
@@ -131,12 +135,14 @@ static __always_inline void stall_report(__u64 id, __u32 bdi_dev)
 	e->cgroup_id = id;
 	e->level = 0;
 	e->root = 0;
-	e->dev = bdi_dev;
+	e->dev = 0;
 	e->ino = 0;
 	e->gen = 0;
 	e->pad = 0;
 	e->dirtier = bpf_get_current_cgroup_id();
 	e->path[0] = 0;
+	if (bdi)
+		BPF_CORE_READ_STR_INTO(&e->path, bdi, dev_name);
 	bpf_ringbuf_submit(e, 0);
 	total_add(WBG_T_STALL_EVENTS, 1);
 }
@@ -179,7 +185,7 @@ int BPF_PROG(wbid_lookup, struct backing_dev_info *bdi, struct cgroup_subsys_sta
 		return 0;
 	in->cgroup_id = BPF_CORE_READ(css, cgroup, kn, id);
 	in->target_state = (BPF_CORE_READ(css, flags) & CSS_ONLINE) ? WBG_TARGET_LIVE : WBG_TARGET_DYING;
-	in->bdi_dev = BPF_CORE_READ(bdi, dev, devt);
+	in->bdi = bdi;
 	return 0;
 }
 
@@ -192,12 +198,13 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 	struct wbg_wbid_counts *c, zero = {};
 	__u32 result = ret == 0 ? WBG_WBID_OK : ret == -2 /* ENOENT */ ? WBG_WBID_ENOENT : WBG_WBID_OTHER;
 	__u64 cgroup_id = 0;
-	__u32 state = WBG_TARGET_UNKNOWN, bdi_dev = 0;
+	__u32 state = WBG_TARGET_UNKNOWN;
+	struct backing_dev_info *bdi = NULL;
 
 	if (in) {
 		cgroup_id = in->cgroup_id;
 		state = in->target_state % 3;
-		bdi_dev = in->bdi_dev;
+		bdi = in->bdi;
 		bpf_map_delete_elem(&wbid_inflight, &task);
 	}
 	total_add(WBG_T_WBID + result * 3 + state, 1);
@@ -207,7 +214,7 @@ int BPF_PROG(wbid_exit, __u64 bdi_id, int memcg_id, enum wb_reason reason, struc
 			dying_fire(cgroup_id, WBG_DYING_ARMED, 1, NULL);
 			dying_fire(cgroup_id, WBG_DYING_ARMED_STALL, 1, NULL);
 		} else if (stall_events && cgroup_id)
-			stall_report(cgroup_id, bdi_dev);
+			stall_report(cgroup_id, bdi);
 	}
 	c = lookup_or_init(&wbid_results, &cgroup_id, &zero);
 	/* one flat index, kept from being folded away so that the verifier

@@ -125,9 +125,9 @@ enum wbg_life_kind {
 
 /* The stall itself, for dying cgroups wbguardd has no handover for (it was
  * down at their removal, forgot them, or refused them): the first -ENOENT
- * foreign flush to each sends one WBG_LIFE_STALL event (its dev: the bdi's
- * device); later ones for the same cgroup only count, until user space
- * forgets it (its handover ended). */
+ * foreign flush to each sends one WBG_LIFE_STALL event (its path: the
+ * bdi's name, "MAJOR:MINOR" for a block device); later ones for the same
+ * cgroup only count, until user space forgets it (its handover ended). */
 #define WBG_STALL_REPORTED_MAX 4096
 
 /* Per-pod expiry: user space arms a pod's cgroup; its next dirtying fires

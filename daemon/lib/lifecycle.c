@@ -143,8 +143,12 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 	hs->stats.flushed_device_bytes += h->device_bytes;
 	if (tdelete(h, &hs->active, cmp_leading_u64))
 		hs->n_active--;
-	if (h->trigger == WBG_TRIGGER_STALL && !h->was_watched) /* (unwatching forgot a watched one) */
-		hs->ops->kernel->disarm(hs->userdata, h->cgroup_id); /* its next stall is news again */
+	/* its next stall is news again (unwatching forgot a watched one),
+	 * unless nothing could be flushed for it: then a report at every
+	 * failed flush would only repeat this end */
+	if (h->trigger == WBG_TRIGGER_STALL && !h->was_watched && h->outcome != WBG_OUTCOME_NO_TARGETS &&
+	    h->outcome != WBG_OUTCOME_FAILED)
+		hs->ops->kernel->disarm(hs->userdata, h->cgroup_id);
 	if (h->pending_saved)
 		hs->ops->flusher->pending_drop(hs->userdata, h->id);
 	hs->stats.by[h->trigger][h->outcome]++;

@@ -89,11 +89,17 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 		return 0;
 	}
 	case WBG_LIFE_STALL: {
-		/* the path, where the departed cgroups still have it */
+		/* the path, where the departed cgroups still have it; the bdi
+		 * by its name, "MAJOR:MINOR" */
 		const char *p = series_cgroup_path(&m->series, e->cgroup_id);
+		unsigned maj = 0, min = 0;
+		char name[64];
 
-		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "",
-				      makedev(WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev)));
+		snprintf(name, sizeof(name), "%.63s", e->path);
+		if (sscanf(name, "%u:%u", &maj, &min) != 2)
+			log_debug("Stall of cgroup %" PRIu64 " on bdi '%s', which names no block device",
+				  (uint64_t)e->cgroup_id, name);
+		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "", makedev(maj, min));
 		return 0;
 	}
 	default:

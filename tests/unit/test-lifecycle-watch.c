@@ -374,6 +374,18 @@ static void test_stall(void)
 	      "flushed, cleaned up, clean: recorded (trigger stall), and BPF may report its next stall");
 	teardown();
 
+	/* nothing to flush on the stalled device (no filesystem of it here):
+	 * ended, and BPF keeps it reported, so its next failed flushes do not
+	 * each start another */
+	setup(true);
+	x.plan_targets = 0;
+	x.recorded_targets = 0;
+	disarmed = x.disarmed;
+	CHECK(lifecycle_stall(&hs, 95, "", makedev(7, 7)) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
+		      x.disarmed == disarmed,
+	      "a stall with nothing to flush: recorded no-targets, and not reported again at every failed flush");
+	teardown();
+
 	/* a cgroup whose removal is watched: its own arming covers it */
 	setup(true);
 	(void)watched(91, "k/watched");
