@@ -50,7 +50,7 @@
  * writer's flushes fail every few seconds. */
 #define HS_QUIET_USEC (10ULL * 1000 * 1000)
 
-/* The lifecycle's world, by concern: each table is small, and a fake of
+/* The lifecycle's world, by concern: each table is small, and a test double of
  * one concern leaves the others alone. One userdata for all. */
 struct wbg_clock_ops {
 	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */

@@ -29,7 +29,7 @@ struct submitted {
 
 struct world {
 	uint64_t now, scheduled;
-	/* what the fake planner returns */
+	/* what the pretend planner returns */
 	unsigned plan_targets, mount_targets, recorded_targets;
 	int plan_result;
 	bool own_set_missing, set_maybe_evicted;
