@@ -17,11 +17,7 @@
 
 static uint64_t op_now(void *userdata)
 {
-	struct manager *m = userdata;
-	uint64_t t = 0;
-
-	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-	return t;
+	return manager_now_usec(userdata);
 }
 
 static void op_schedule(void *userdata, uint64_t usec)

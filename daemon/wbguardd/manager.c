@@ -38,7 +38,7 @@ static uint64_t now_realtime_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static uint64_t now_usec(const struct manager *m)
+uint64_t manager_now_usec(const struct manager *m)
 {
 	uint64_t t = 0;
 
@@ -65,7 +65,7 @@ void manager_refresh_verdict(struct manager *m)
 
 	if (m->bpf)
 		(void)wbg_bpf_evidence(m->bpf, &e);
-	verdicts_update(&m->verdicts, &e, now_usec(m));
+	verdicts_update(&m->verdicts, &e, manager_now_usec(m));
 	/* a change, for journalctl MESSAGE_ID= (the first one at start too) */
 	if (log_to_journal() && (dying != m->verdicts.dying_wb || bdev != m->verdicts.bdev_flush))
 		(void)sd_journal_send("MESSAGE=Kernel verdicts: dying-wb fallback %s, separate bdev flush %s",
@@ -93,9 +93,9 @@ static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	manager_refresh_verdict(m);
 	/* the textfile too, once a minute, so that its timestamp says the
 	 * daemon is alive while nothing happens (a dead one's goes stale) */
-	if (now_usec(m) - m->textfile_written_usec >= 60ULL * 1000 * 1000)
+	if (manager_now_usec(m) - m->textfile_written_usec >= 60ULL * 1000 * 1000)
 		metrics_textfile_update(m, true);
-	timer_arm_once(s, now_usec(m) + VERDICT_REFRESH_USEC);
+	timer_arm_once(s, manager_now_usec(m) + VERDICT_REFRESH_USEC);
 	return 0;
 }
 

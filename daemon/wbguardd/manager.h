@@ -112,6 +112,9 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
 #define WBG_MESSAGE_VERDICT "8e9f3341520546d790bc601a609a539b"
 #define WBG_MESSAGE_RELOAD_REFUSED "03d6bab0f6444ea692cc7c44750170e1"
 
+/* The loop's CLOCK_MONOTONIC now, usec (the parts' ops tables' clock). */
+uint64_t manager_now_usec(const struct manager *m);
+
 /* Per-pod expiry's world (manager-expiry.c). */
 extern const struct wbg_expiry_ops manager_expiry_ops;
 /* The handover lifecycle's world (manager-lifecycle.c). */
