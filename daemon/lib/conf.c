@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "conf-keys.h"
 #include "conf.h"
 #include "wbguard.h"
 #include "log.h"
@@ -67,7 +68,7 @@ static const char *const default_runtime_dirs[] = { "/run/crun", "/run/runc", "/
 						     "/run/containerd/runc/default",
 						     "/run/docker/runtime-runc/moby" };
 
-static void free_strv(char **v, unsigned *n)
+void config_strv_clear(char **v, unsigned *n)
 {
 	for (unsigned i = 0; i < *n; i++)
 		free(v[i]);
@@ -83,8 +84,8 @@ static void free_policies(struct wbg_config *c)
 
 void config_done(struct wbg_config *c)
 {
-	free_strv(c->roots, &c->n_roots);
-	free_strv(c->runtime_dirs, &c->n_runtime_dirs);
+	config_strv_clear(c->roots, &c->n_roots);
+	config_strv_clear(c->runtime_dirs, &c->n_runtime_dirs);
 	free_policies(c);
 }
 
@@ -149,50 +150,6 @@ struct parse_ctx {
 	char msg[512];
 };
 
-/* auto, on, off -> 0, 1, 2: the order of both enums that take them. */
-static int parse_auto_on_off(const char *v)
-{
-	static const char *const words[] = { "auto", "on", "off" };
-
-	for (size_t i = 0; i < ELEMENTSOF(words); i++)
-		if (strcmp(v, words[i]) == 0)
-			return (int)i;
-	return -EINVAL;
-}
-
-static int parse_path(const char *v, bool absolute, char *buf, size_t size)
-{
-	if ((absolute && v[0] != '/') || strlen(v) >= size || strstr(v, "/../") || strncmp(v, "../", 3) == 0)
-		return -EINVAL;
-	snprintf(buf, size, "%s", v);
-	return 0;
-}
-
-/* Space-separated paths into a string array (replacing it): roots are
- * relative to cgroup_root (leading '/' dropped), runtime dirs absolute;
- * neither may climb with "..". */
-static int parse_paths(const char *v, bool absolute, char **out, unsigned *n, unsigned max)
-{
-	char *saveptr = NULL, *tok;
-	_cleanup_free_ char *copy = strdup(v);
-
-	if (!copy)
-		return -ENOMEM;
-	free_strv(out, n);
-	for (tok = strtok_r(copy, " \t", &saveptr); tok; tok = strtok_r(NULL, " \t", &saveptr)) {
-		if (!absolute)
-			while (*tok == '/')
-				tok++;
-		if ((absolute && tok[0] != '/') || strstr(tok, "..") || *n >= max)
-			return -EINVAL;
-		out[*n] = strdup(tok);
-		if (!out[*n])
-			return -ENOMEM;
-		(*n)++;
-	}
-	return 0;
-}
-
 /* [policy "GLOB"]: the rule for GLOB, created on first use. */
 static int policy_section(struct wbg_config *c, const char *section, struct wbg_policy_rule **ret)
 {
@@ -214,159 +171,31 @@ static int policy_section(struct wbg_config *c, const char *section, struct wbg_
 	return 0;
 }
 
-static int set_passes(struct wbg_config *c, const char *fstype, const char *v)
+/* Returns 0 on success, -EINVAL or -ERANGE for a bad value and -ENOKEY
+ * for an unknown key; expect says what a good value looks like. */
+static int set_key(struct wbg_config *c, const char *section, const char *key, const char *v, char *expect,
+		   size_t size)
 {
-	unsigned n;
-	int r = parse_uint(v, 0, 4, &n);
-
-	if (r < 0)
-		return r;
-	for (unsigned i = 0; i < c->n_passes; i++)
-		if (strcmp(c->passes[i].fstype, fstype) == 0)
-			return c->passes[i].passes = n, 0;
-	if (c->n_passes >= WBG_FSTYPES_MAX || strlen(fstype) >= sizeof(c->passes[0].fstype))
-		return -E2BIG;
-	snprintf(c->passes[c->n_passes].fstype, sizeof(c->passes[0].fstype), "%s", fstype);
-	c->passes[c->n_passes++].passes = n;
-	return 0;
-}
-
-/* Returns 0 on success, -EINVAL for a bad value and -ENOKEY for an unknown
- * key; *expect says what a good value looks like. */
-static int set_key(struct wbg_config *c, const char *section, const char *key, const char *v, const char **expect)
-{
+	const struct wbg_conf_key *k;
+	const char *e;
 	int r;
 
-#define IS(s, k) (strcmp(section, s) == 0 && strcmp(key, k) == 0)
-	if (IS("daemon", "cgroup_root"))
-		return *expect = "an absolute path", parse_path(v, true, c->cgroup_root, sizeof(c->cgroup_root));
-	if (IS("daemon", "roots"))
-		return *expect = "cgroup paths relative to cgroup_root, separated by spaces",
-		       parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
-	if (IS("daemon", "state_dir"))
-		return *expect = "an absolute path", parse_path(v, true, c->state_dir, sizeof(c->state_dir));
-	if (IS("daemon", "max_depth"))
-		return *expect = "a number of levels from 1 to 4096", parse_uint(v, 1, 4096, &c->max_depth);
-	if (IS("daemon", "records_max_size")) {
-		*expect = "a size from 64K to 1G (K, M, G suffixes)";
-		r = parse_size(v, &c->records_max_bytes);
-		return r < 0 || c->records_max_bytes < (64 << 10) || c->records_max_bytes > (1ULL << 30) ? -EINVAL : 0;
-	}
-	if (IS("daemon", "scratch_cgroup"))
-		return *expect = "a cgroup path relative to cgroup_root",
-		       parse_path(v[0] == '/' ? v + 1 : v, false, c->scratch_cgroup, sizeof(c->scratch_cgroup));
-	if (IS("daemon", "host_root")) {
-		if (!*v)
-			return c->host_root[0] = 0, 0;
-		return *expect = "an absolute path, or empty", parse_path(v, true, c->host_root, sizeof(c->host_root));
-	}
-	if (IS("daemon", "proc_sys"))
-		return *expect = "an absolute path", parse_path(v, true, c->proc_sys, sizeof(c->proc_sys));
-	if (IS("daemon", "log_level")) {
-		static const char *const levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
-
-		*expect = "one of emerg, alert, crit, err, warning, notice, info, debug";
-		for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-			if (strcmp(v, levels[i]) == 0)
-				return c->log_level = (int)i, 0;
-		return -EINVAL;
-	}
-	if (IS("flush", "enable"))
-		return *expect = "yes or no", parse_bool(v, &c->flush);
-	if (IS("flush", "workers"))
-		return *expect = "a number from 1 to 64", parse_uint(v, 1, 64, &c->workers);
-	if (IS("flush", "timeout_sec"))
-		return *expect = "seconds, from 0.1 to 3600", parse_seconds(v, 0.1, 3600, &c->timeout_usec);
-	if (strcmp(section, "flush") == 0 && strncmp(key, "passes_", 7) == 0) {
-		*expect = "a number of syncfs passes from 0 to 4";
-		if (strcmp(key + 7, "default") == 0)
-			return parse_uint(v, 0, 4, &c->default_passes);
-		return set_passes(c, key + 7, v);
-	}
-	if (IS("flush", "inode_flush")) {
-		*expect = "auto, on or off";
-		r = parse_auto_on_off(v);
-		return r < 0 ? r : (c->inode_flush = (enum wbg_inode_flush)r, 0);
-	}
-	if (IS("flush", "max_inodes"))
-		return *expect = "a number from 0 to 1048576", parse_uint(v, 0, 1 << 20, &c->max_inodes);
-	if (IS("flush", "block_devices"))
-		return *expect = "yes or no", parse_bool(v, &c->flush_bdev);
-	if (IS("flush", "exclude_fstypes")) {
-		*expect = "filesystem types or globs separated by spaces (nfs fuse.*), or empty";
-		if (strlen(v) >= sizeof(c->flush_exclude) || strpbrk(v, "/\\"))
-			return -EINVAL;
-		snprintf(c->flush_exclude, sizeof(c->flush_exclude), "%s", v);
-		return 0;
-	}
-	if (IS("flush", "scratch_cycle"))
-		return *expect = "yes or no", parse_bool(v, &c->scratch_cycle);
-	if (IS("flush", "mode")) {
-		*expect = "eager or on-evidence";
-		if (strcmp(v, "eager") == 0)
-			c->flush_mode = WBG_FLUSH_EAGER;
-		else if (strcmp(v, "on-evidence") == 0)
-			c->flush_mode = WBG_FLUSH_ON_EVIDENCE;
-		else
-			return -EINVAL;
-		return 0;
-	}
-	if (IS("flush", "fs_interval_sec"))
-		return *expect = "seconds, from 0 to 60", parse_seconds(v, 0, 60, &c->fs_interval_usec);
-	if (IS("flush", "watch_max"))
-		return *expect = "a number from 1 to 8192", parse_uint(v, 1, 8192, &c->watch_max);
-	if (IS("flush", "watch_max_per_tenant"))
-		return *expect = "a number from 1 to 8192", parse_uint(v, 1, 8192, &c->watch_max_per_tenant);
-	if (IS("flush", "watch_max_age_sec"))
-		return *expect = "seconds, from 1 to 86400", parse_seconds(v, 1, 86400, &c->watch_max_age_usec);
-	if (IS("flush", "reflush_sec"))
-		return *expect = "seconds, from 0 to 600", parse_seconds(v, 0, 600, &c->reflush_usec);
-	if (IS("mitigation", "mode")) {
-		*expect = "auto, on or off";
-		r = parse_auto_on_off(v);
-		return r < 0 ? r : (c->mitigation = (enum wbg_mitigation)r, 0);
-	}
-	if (IS("expiry", "default")) {
-		*expect = "empty (the kernel's), centiseconds, or a duration (500ms, 5s, 2m)";
-		if (!*v)
-			return c->expiry_default_cs = 0, 0;
-		return parse_expiry(v, &c->expiry_default_cs);
-	}
-	if (IS("expiry", "min"))
-		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_min_cs);
-	if (IS("expiry", "max"))
-		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_max_cs);
-	if (IS("expiry", "per_pod_min"))
-		return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &c->expiry_per_pod_min_cs);
-	if (IS("expiry", "mechanism"))
-		return *expect = "per-pod or global", parse_expiry_mech(v, &c->expiry_mech);
-	if (IS("expiry", "boost")) {
-		*expect = "off, centiseconds, or a duration (5s)";
-		if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0)
-			return c->boost_cs = 0, 0;
-		return parse_expiry(v, &c->boost_cs);
-	}
-	if (IS("expiry", "boost_window_sec"))
-		return *expect = "seconds, from 1 to 86400", parse_seconds(v, 1, 86400, &c->boost_window_usec);
-	if (IS("expiry", "runtime_state_dirs"))
-		return *expect = "absolute paths separated by spaces",
-		       (c->runtime_dirs_set = true,
-			parse_paths(v, true, c->runtime_dirs, &c->n_runtime_dirs, WBG_RUNTIME_DIRS_MAX));
 	if (strncmp(section, "policy", 6) == 0) {
 		struct wbg_policy_rule *rule;
 
-		*expect = "a section named [policy \"GLOB\"]";
+		snprintf(expect, size, "a section named [policy \"GLOB\"]");
 		r = policy_section(c, section, &rule);
 		if (r == -ENOKEY)
 			return -EINVAL;
 		if (r < 0)
 			return r;
 		if (strcmp(key, "dirty_expire") == 0)
-			return *expect = "centiseconds or a duration (500ms, 5s, 2m)", parse_expiry(v, &rule->expire_cs);
+			return snprintf(expect, size, "centiseconds or a duration (500ms, 5s, 2m)"),
+			       parse_expiry(v, &rule->expire_cs);
 		if (strcmp(key, "allow_annotation") == 0)
-			return *expect = "yes or no", parse_bool(v, &rule->allow_annotation);
+			return snprintf(expect, size, "yes or no"), parse_bool(v, &rule->allow_annotation);
 		if (strcmp(key, "mechanism") == 0) {
-			*expect = "per-pod or global";
+			snprintf(expect, size, "per-pod or global");
 			r = parse_expiry_mech(v, &rule->mech);
 			if (r == 0)
 				rule->has_mech = true;
@@ -374,53 +203,26 @@ static int set_key(struct wbg_config *c, const char *section, const char *key, c
 		}
 		return -ENOKEY;
 	}
-	if (IS("bpf", "dirtied_cgroups"))
-		return *expect = "a number of cgroups from 64 to 1048576",
-		       parse_uint(v, 64, 1048576, &c->bpf_dirtied_cgroups);
-	if (IS("bpf", "enable"))
-		return *expect = "yes or no", parse_bool(v, &c->bpf);
-	if (IS("metrics", "per_cgroup"))
-		return *expect = "yes or no", parse_bool(v, &c->metrics_per_cgroup);
-	if (IS("daemon", "watch_retry_sec"))
-		return *expect = "seconds from 1 to 3600", parse_seconds(v, 1, 3600, &c->watch_retry_usec);
-	if (IS("daemon", "watch_config"))
-		return *expect = "yes or no", parse_bool(v, &c->watch_config);
-	if (IS("metrics", "series_retention_sec"))
-		return *expect = "seconds, from 1 to 86400",
-		       parse_seconds(v, 1, 86400, &c->departed_retention_usec);
-	if (IS("metrics", "textfile")) {
-		*expect = "an absolute path ending in .prom, or empty";
-		if (!*v)
-			return c->metrics_textfile[0] = 0, 0;
-		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom") != 0)
-			return -EINVAL;
-		return parse_path(v, true, c->metrics_textfile, sizeof(c->metrics_textfile));
-	}
-	if (IS("metrics", "listen")) {
-		*expect = "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
-		if (strcmp(v, "off") == 0 || !*v)
-			return c->metrics_listen[0] = 0, 0;
-		r = parse_listen(v, NULL);
-		if (r < 0)
-			return r;
-		snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", v);
-		return 0;
-	}
-#undef IS
-	return -ENOKEY;
+	k = conf_key_find(section, key);
+	if (!k)
+		return -ENOKEY;
+	e = conf_key_expect(k, expect, size);
+	if (e != expect)
+		snprintf(expect, size, "%s", e);
+	return conf_key_set(k, c, key, v);
 }
 
 static int handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct parse_ctx *p = user;
-	const char *expect = "";
+	char expect[256] = "";
 	int r;
 
 	if (p->error)
 		return 1; /* report the first error only */
 	if (!key) /* a section header alone */
 		return 1;
-	r = set_key(p->c, section, key, value, &expect);
+	r = set_key(p->c, section, key, value, expect, sizeof(expect));
 	if (r == -ENOKEY) {
 		/* as systemd does: a key a newer wbguard knows (a ConfigMap
 		 * edited for it) does not stop this one; said and counted */
@@ -556,4 +358,30 @@ unsigned config_passes_for(const struct wbg_config *c, const char *fstype)
 		if (strcmp(c->passes[i].fstype, fstype) == 0)
 			return c->passes[i].passes;
 	return c->default_passes;
+}
+
+int config_keep_restart_keys(struct wbg_config *c, const struct wbg_config *running,
+			     void (*changed)(const struct wbg_conf_key *k, const char *running, const char *wanted))
+{
+	char was[1024], want[1024];
+	size_t n;
+	const struct wbg_conf_key *keys = conf_keys(&n);
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(keys[i].flags & WBG_CONF_RESTART))
+			continue;
+		conf_key_format(&keys[i], running, was, sizeof(was));
+		conf_key_format(&keys[i], c, want, sizeof(want));
+		if (strcmp(was, want) == 0)
+			continue;
+		if (changed)
+			changed(&keys[i], was, want);
+		/* the running value, through the same parser (formats parse
+		 * back to themselves: test-conf-keys) */
+		r = conf_key_set(&keys[i], c, keys[i].key, was);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }

@@ -92,6 +92,8 @@ void config_init(struct wbg_config *c);
 /* The runtime state dirs: as configured, or the defaults. */
 const char *const *config_runtime_dirs(const struct wbg_config *c, unsigned *ret_n);
 void config_done(struct wbg_config *c);
+/* Frees a string array's n entries and sets n to 0. */
+void config_strv_clear(char **v, unsigned *n);
 /* Loads path, then path's directory's conf.d/ *.conf in lexical order. A
  * missing main file is fine (defaults); any bad line is an error naming file,
  * line and key, and *c is then left as it was. */
@@ -103,3 +105,9 @@ unsigned config_passes_for(const struct wbg_config *c, const char *fstype);
 /* Whether [flush] exclude_fstypes names it (a glob): its syncfs can hang
  * for as long as a server or a FUSE daemon takes. */
 bool config_fstype_excluded(const struct wbg_config *c, const char *fstype);
+struct wbg_conf_key;
+/* After a reload: the keys that apply only at restart get running's values
+ * back in c; changed (may be NULL) hears of each that the new file changed.
+ * -ENOMEM only. */
+int config_keep_restart_keys(struct wbg_config *c, const struct wbg_config *running,
+			     void (*changed)(const struct wbg_conf_key *k, const char *running, const char *wanted));

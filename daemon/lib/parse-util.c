@@ -105,12 +105,30 @@ int parse_uint(const char *v, unsigned min, unsigned max, unsigned *ret)
 
 int parse_seconds(const char *v, double min, double max, uint64_t *ret_usec)
 {
+	/* the same units as [expiry]'s durations (parse_expiry) */
+	static const struct {
+		const char *unit;
+		double secs;
+	} units[] = { { "", 1 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "cs", 1e-2 }, { "s", 1 }, { "m", 60 }, { "min", 60 }, { "h", 3600 } };
+	char num[32];
+	size_t n = strspn(v, "0123456789.");
 	double secs;
 
-	if (parse_double(v, &secs) < 0 || secs < min || secs > max)
+	if (n == 0 || n >= sizeof(num))
 		return -EINVAL;
-	*ret_usec = (uint64_t)(secs * 1e6);
-	return 0;
+	memcpy(num, v, n);
+	num[n] = 0;
+	if (parse_double(num, &secs) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(units); i++)
+		if (strcmp(v + n, units[i].unit) == 0) {
+			secs *= units[i].secs;
+			if (secs < min || secs > max)
+				return -EINVAL;
+			*ret_usec = (uint64_t)(secs * 1e6 + 0.5);
+			return 0;
+		}
+	return -EINVAL;
 }
 
 int parse_listen(const char *v, struct sockaddr_storage *ret)

@@ -18,7 +18,8 @@ int parse_double(const char *s, double *ret);
 int parse_bool(const char *v, bool *ret);
 /* An unsigned in [min, max]: -ERANGE below min. */
 int parse_uint(const char *v, unsigned min, unsigned max, unsigned *ret);
-/* Seconds (a fraction allowed) in [min, max], as microseconds. */
+/* Seconds (a fraction allowed) in [min, max], as microseconds; a unit
+ * (us, ms, cs, s, m or min, h) may follow the number: "500ms", "2m". */
 int parse_seconds(const char *v, double min, double max, uint64_t *ret_usec);
 /* "host:port" or "[v6]:port", numeric addresses only; ret may be NULL. */
 int parse_listen(const char *v, struct sockaddr_storage *ret);

@@ -20,6 +20,7 @@
 #include "flush-pool.h"
 #include "log.h"
 #include "macro.h"
+#include "conf-keys.h"
 #include "manager.h"
 #include "pending.h"
 #include "recovery.h"
@@ -170,6 +171,12 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	return 0;
 }
 
+static void log_restart_key(const struct wbg_conf_key *k, const char *running, const char *wanted)
+{
+	log_notice("[%s] %s changed to '%s': applies at the next start; keeping '%s' until then", k->section, k->key,
+		   wanted, running);
+}
+
 int manager_reload(struct manager *m)
 {
 	struct wbg_lifecycle_params p;
@@ -189,8 +196,13 @@ int manager_reload(struct manager *m)
 		return log_error_errno(r, "Reload of %s failed; keeping the running configuration", m->config_path);
 	}
 	m->reload_success_realtime = now_realtime_usec();
-	/* The watched tree and the pool size stay as started. */
-	snprintf(c.cgroup_root, sizeof(c.cgroup_root), "%s", m->cfg.cgroup_root);
+	/* The watched tree, the pool, the BPF maps, the endpoint... stay as
+	 * started (docs/configuration.md's "restart" keys); said when changed. */
+	r = config_keep_restart_keys(&c, &m->cfg, log_restart_key);
+	if (r < 0) {
+		config_done(&c);
+		return log_oom();
+	}
 	config_done(&m->cfg);
 	m->cfg = c;
 	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);

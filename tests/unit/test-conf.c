@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf-keys.h"
 #include "conf.h"
 #include "log.h"
 #include "tap.h"
@@ -31,6 +32,37 @@ static int parse(struct wbg_config *c, const char *text)
 	return r;
 }
 
+static char changed_keys[256];
+
+static void note_changed(const struct wbg_conf_key *k, const char *running, const char *wanted)
+{
+	snprintf(changed_keys + strlen(changed_keys), sizeof(changed_keys) - strlen(changed_keys), "%s=%s->%s ",
+		 k->key, running, wanted);
+}
+
+/* A reload keeps what applies only at restart, and says which changed. */
+static void test_keep_restart_keys(void)
+{
+	struct wbg_config running, c;
+
+	config_init(&running);
+	config_init(&c);
+	CHECK(config_parse_string(&c, "new", "[flush]\nworkers = 8\ntimeout_sec = 5\n[metrics]\nlisten = off\n"
+					       "[daemon]\nroots = a b\n") == 0,
+	      "the new file parses");
+	CHECK(config_keep_restart_keys(&c, &running, note_changed) == 0, "restart keys kept");
+	CHECK(c.workers == 4 && strcmp(c.metrics_listen, "127.0.0.1:9573") == 0 && c.n_roots == 0,
+	      "workers, listen and roots keep their running values");
+	CHECK(c.timeout_usec == 5000000, "a reloadable key takes the new value");
+	CHECK(strcmp(changed_keys, "roots=->a b workers=4->8 listen=127.0.0.1:9573->off ") == 0,
+	      "each kept change is reported (%s)", changed_keys);
+	changed_keys[0] = 0;
+	CHECK(config_keep_restart_keys(&c, &running, note_changed) == 0 && !changed_keys[0],
+	      "nothing changed: nothing reported");
+	config_done(&running);
+	config_done(&c);
+}
+
 static void write_file(const char *p, const char *s)
 {
 	FILE *f = fopen(p, "w");
@@ -40,6 +72,7 @@ static void write_file(const char *p, const char *s)
 
 int main(void)
 {
+	test_keep_restart_keys();
 	struct wbg_config c;
 	char dir[] = "/tmp/wbg-conf.XXXXXX", p[256], d[256];
 

@@ -51,6 +51,14 @@ int main(void)
 	CHECK(parse_uint("0", 1, 8, &u) == -ERANGE && u == 4, "uint below min: -ERANGE, unchanged");
 	CHECK(parse_seconds("0.25", 0, 10, &v) == 0 && v == 250000, "seconds to usec");
 	CHECK(parse_seconds("11", 0, 10, &v) == -EINVAL, "seconds above max");
+	CHECK(parse_seconds("500ms", 0, 10, &v) == 0 && v == 500000, "a duration in ms");
+	CHECK(parse_seconds("2m", 0, 600, &v) == 0 && v == 120000000, "a duration in minutes");
+	CHECK(parse_seconds("1h", 0, 86400, &v) == 0 && v == 3600000000ULL, "a duration in hours");
+	CHECK(parse_seconds("0.1", 0, 10, &v) == 0 && v == 100000, "0.1 s is 100000 us, not 99999");
+	CHECK(parse_seconds("5 s", 0, 10, &v) == -EINVAL && parse_seconds("5sec", 0, 10, &v) == -EINVAL &&
+		      parse_seconds("s", 0, 10, &v) == -EINVAL && parse_seconds("-1", 0, 10, &v) == -EINVAL,
+	      "junk, a unit alone or a sign: refused");
+	CHECK(parse_seconds("2m", 0, 60, &v) == -EINVAL, "a duration above max in another unit");
 	CHECK(parse_listen("127.0.0.1:9573", &ss) == 0 && ss.ss_family == AF_INET &&
 		      ntohs(((struct sockaddr_in *)&ss)->sin_port) == 9573,
 	      "listen v4");

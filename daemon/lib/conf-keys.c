@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf-keys.h"
+#include "conf.h"
+#include "expiry-policy.h"
+#include "macro.h"
+#include "parse-util.h"
+
+static const char *const log_levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", NULL };
+static const char *const auto_on_off[] = { "auto", "on", "off", NULL };
+static const char *const flush_modes[] = { "on-evidence", "eager", NULL }; /* enum wbg_flush_mode's order */
+static const char *const expiry_mechs[] = { "per-pod", "global", NULL };  /* enum wbg_expiry_mech's order */
+
+#define F(field) offsetof(struct wbg_config, field)
+#define S(field) sizeof(((struct wbg_config *)0)->field)
+
+static const struct wbg_conf_key keys[] = {
+	{ "daemon", "cgroup_root", WBG_CONF_PATH, F(cgroup_root), S(cgroup_root), .flags = WBG_CONF_RESTART,
+	  .doc = "The cgroup2 mount to watch." },
+	{ "daemon", "roots", WBG_CONF_CGROUP_PATHS, F(roots), .flags = WBG_CONF_RESTART,
+	  .doc = "Subtrees (relative to cgroup_root) whose cgroups get handovers; empty: the whole tree." },
+	{ "daemon", "log_level", WBG_CONF_WORD, F(log_level), .words = log_levels,
+	  .doc = "The least severe message logged." },
+	{ "daemon", "state_dir", WBG_CONF_PATH, F(state_dir), S(state_dir), .flags = WBG_CONF_RESTART,
+	  .doc = "Runtime state: handovers.jsonl, sysctl.json, pending records." },
+	{ "daemon", "max_depth", WBG_CONF_UINT, F(max_depth), .min = 1, .max = 4096, .flags = WBG_CONF_RESTART,
+	  .doc = "Cgroup levels below cgroup_root that are tracked; deeper ones are counted." },
+	{ "daemon", "records_max_size", WBG_CONF_SIZE, F(records_max_bytes), .min = 64 << 10, .max = 1 << 30,
+	  .flags = WBG_CONF_RESTART, .doc = "handovers.jsonl rotates to handovers.jsonl.1 past this size." },
+	{ "daemon", "proc_sys", WBG_CONF_PATH, F(proc_sys), S(proc_sys), .flags = WBG_CONF_RESTART,
+	  .doc = "Where the sysctls are (vm/dirty_expire_centisecs below it)." },
+	{ "daemon", "host_root", WBG_CONF_PATH_OR_EMPTY, F(host_root), S(host_root), .flags = WBG_CONF_RESTART,
+	  .doc = "The host's root seen from a container with the host's PID namespace (/proc/1/root); empty on the host." },
+	{ "daemon", "scratch_cgroup", WBG_CONF_CGROUP_PATH, F(scratch_cgroup), S(scratch_cgroup),
+	  .flags = WBG_CONF_RESTART, .doc = "The scratch memcg of the cleanup cycle; empty: chosen at start." },
+	{ "daemon", "watch_config", WBG_CONF_BOOL, F(watch_config), .flags = WBG_CONF_RESTART,
+	  .doc = "Reload when this file or a drop-in changes (a ConfigMap update)." },
+	{ "daemon", "watch_retry_sec", WBG_CONF_SECONDS, F(watch_retry_usec), .min = 1, .max = 3600,
+	  .doc = "While the inotify limit refuses watches, a rescan this often." },
+	{ "flush", "enable", WBG_CONF_BOOL, F(flush), .doc = "Flush for removed cgroups; no: only the boost acts." },
+	{ "flush", "workers", WBG_CONF_UINT, F(workers), .min = 1, .max = 64, .flags = WBG_CONF_RESTART,
+	  .doc = "Flush threads, which is also how many flushes run at once." },
+	{ "flush", "timeout_sec", WBG_CONF_SECONDS, F(timeout_usec), .min = 0.1, .max = 3600,
+	  .doc = "A flush that takes longer is recorded as timeout." },
+	{ "flush", "passes_FSTYPE", WBG_CONF_PASSES, F(passes), .min = 0, .max = 4,
+	  .doc = "syncfs passes per filesystem type (passes_ext4, passes_default for the others)." },
+	{ "flush", "inode_flush", WBG_CONF_WORD, F(inode_flush), .words = auto_on_off,
+	  .doc = "Write the removed cgroup's own inodes by handle first; auto: syncfs alone." },
+	{ "flush", "max_inodes", WBG_CONF_UINT, F(max_inodes), .min = 0, .max = 1 << 20, .flags = WBG_CONF_RESTART,
+	  .doc = "Inodes recorded per cgroup before its set counts as incomplete." },
+	{ "flush", "block_devices", WBG_CONF_BOOL, F(flush_bdev),
+	  .doc = "Also write the block devices' own page cache a cgroup dirtied." },
+	{ "flush", "exclude_fstypes", WBG_CONF_FSTYPES, F(flush_exclude), S(flush_exclude),
+	  .doc = "Filesystem types (globs) never flushed: network and FUSE." },
+	{ "flush", "scratch_cycle", WBG_CONF_BOOL, F(scratch_cycle),
+	  .doc = "After a flush, an empty memcg created and removed moves the dying wb's inodes to a live one." },
+	{ "flush", "mode", WBG_CONF_WORD, F(flush_mode), .words = flush_modes,
+	  .doc = "on-evidence: flush when a live cgroup dirties a removed one's inode; eager: at every removal." },
+	{ "flush", "fs_interval_sec", WBG_CONF_SECONDS, F(fs_interval_usec), .min = 0, .max = 60,
+	  .doc = "The budget: at least this between two flushes of one filesystem." },
+	{ "flush", "watch_max", WBG_CONF_UINT, F(watch_max), .min = 1, .max = 8192,
+	  .doc = "on-evidence: removed cgroups watched at once; more are flushed eagerly." },
+	{ "flush", "watch_max_per_tenant", WBG_CONF_UINT, F(watch_max_per_tenant), .min = 1, .max = 8192,
+	  .doc = "... of one tenant (a pod, a user's session, a service's subtree)." },
+	{ "flush", "watch_max_age_sec", WBG_CONF_SECONDS, F(watch_max_age_usec), .min = 1, .max = 86400,
+	  .doc = "A watch not drained by then is flushed and ended." },
+	{ "flush", "reflush_sec", WBG_CONF_SECONDS, F(reflush_usec), .min = 0, .max = 600,
+	  .doc = "The least time between two flushes of one dying cgroup." },
+	{ "mitigation", "mode", WBG_CONF_WORD, F(mitigation), .words = auto_on_off,
+	  .doc = "auto: on unless the kernel shows the dying-wb fallback." },
+	{ "expiry", "default", WBG_CONF_CENTISECONDS, F(expiry_default_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	  .flags = WBG_CONF_EMPTY_OFF, .doc = "Pods without a policy; empty: the kernel's expiry." },
+	{ "expiry", "mechanism", WBG_CONF_WORD, F(expiry_mech), .words = expiry_mechs,
+	  .doc = "per-pod: wbguardd writes a pod's old inodes; global: the sysctl held at the lowest request." },
+	{ "expiry", "min", WBG_CONF_CENTISECONDS, F(expiry_min_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	  .doc = "The lower bound of a pod's own annotation." },
+	{ "expiry", "max", WBG_CONF_CENTISECONDS, F(expiry_max_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	  .doc = "The upper bound of a pod's own annotation." },
+	{ "expiry", "per_pod_min", WBG_CONF_CENTISECONDS, F(expiry_per_pod_min_cs), .min = 1,
+	  .max = WBG_EXPIRY_MAX_CS, .doc = "The per-pod mechanism never writes a pod's inodes more often." },
+	{ "expiry", "boost", WBG_CONF_CENTISECONDS, F(boost_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	  .flags = WBG_CONF_EMPTY_OFF, .doc = "vm.dirty_expire_centisecs after a failed own flush; off: never." },
+	{ "expiry", "boost_window_sec", WBG_CONF_SECONDS, F(boost_window_usec), .min = 1, .max = 86400,
+	  .doc = "How long a boost holds." },
+	{ "expiry", "runtime_state_dirs", WBG_CONF_PATHS, F(runtime_dirs),
+	  .doc = "Where OCI runtimes keep their containers' state (for the annotations)." },
+	{ "bpf", "enable", WBG_CONF_BOOL, F(bpf), .flags = WBG_CONF_RESTART,
+	  .doc = "Load the BPF programs; without them every block-backed filesystem is flushed." },
+	{ "bpf", "dirtied_cgroups", WBG_CONF_UINT, F(bpf_dirtied_cgroups), .min = 64, .max = 1048576,
+	  .flags = WBG_CONF_RESTART, .doc = "Cgroups' dirtied-device sets the BPF LRU holds." },
+	{ "metrics", "listen", WBG_CONF_LISTEN, F(metrics_listen), S(metrics_listen), .flags = WBG_CONF_RESTART,
+	  .doc = "Prometheus endpoint (/metrics, /livez, /readyz), or off." },
+	{ "metrics", "textfile", WBG_CONF_TEXTFILE, F(metrics_textfile), S(metrics_textfile),
+	  .flags = WBG_CONF_RESTART, .doc = "A node_exporter textfile written atomically; empty: none." },
+	{ "metrics", "series_retention_sec", WBG_CONF_SECONDS, F(departed_retention_usec), .min = 1, .max = 86400,
+	  .flags = WBG_CONF_RESTART, .doc = "A released cgroup's series stay this long." },
+	{ "metrics", "per_cgroup", WBG_CONF_BOOL, F(metrics_per_cgroup),
+	  .doc = "Per-cgroup series at all; no: node-wide totals only." },
+};
+
+const struct wbg_conf_key *conf_keys(size_t *ret_n)
+{
+	*ret_n = ELEMENTSOF(keys);
+	return keys;
+}
+
+const struct wbg_conf_key *conf_key_find(const char *section, const char *key)
+{
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		if (strcmp(keys[i].section, section) != 0)
+			continue;
+		if (keys[i].type == WBG_CONF_PASSES ? strncmp(key, "passes_", 7) == 0 && key[7]
+						    : strcmp(keys[i].key, key) == 0)
+			return &keys[i];
+	}
+	return NULL;
+}
+
+/* Space-separated paths into a string array (replacing it): roots are
+ * relative to cgroup_root (leading '/' dropped), runtime dirs absolute;
+ * neither may climb with "..". */
+static int parse_paths(const char *v, bool absolute, char **out, unsigned *n, unsigned max)
+{
+	char *saveptr = NULL, *tok;
+	_cleanup_free_ char *copy = strdup(v);
+
+	if (!copy)
+		return -ENOMEM;
+	config_strv_clear(out, n);
+	for (tok = strtok_r(copy, " \t", &saveptr); tok; tok = strtok_r(NULL, " \t", &saveptr)) {
+		if (!absolute)
+			while (*tok == '/')
+				tok++;
+		if ((absolute && tok[0] != '/') || strstr(tok, "..") || *n >= max)
+			return -EINVAL;
+		out[*n] = strdup(tok);
+		if (!out[*n])
+			return -ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+static int parse_path(const char *v, bool absolute, char *buf, size_t size)
+{
+	if ((absolute && v[0] != '/') || strlen(v) >= size || strstr(v, "/../") || strncmp(v, "../", 3) == 0 ||
+	    strcmp(v, "..") == 0)
+		return -EINVAL;
+	snprintf(buf, size, "%s", v);
+	return 0;
+}
+
+static int set_passes(struct wbg_config *c, const char *fstype, unsigned n)
+{
+	if (strcmp(fstype, "default") == 0)
+		return c->default_passes = n, 0;
+	for (unsigned i = 0; i < c->n_passes; i++)
+		if (strcmp(c->passes[i].fstype, fstype) == 0)
+			return c->passes[i].passes = n, 0;
+	if (c->n_passes >= WBG_FSTYPES_MAX || strlen(fstype) >= sizeof(c->passes[0].fstype))
+		return -E2BIG;
+	snprintf(c->passes[c->n_passes].fstype, sizeof(c->passes[0].fstype), "%s", fstype);
+	c->passes[c->n_passes++].passes = n;
+	return 0;
+}
+
+int conf_key_set(const struct wbg_conf_key *k, struct wbg_config *c, const char *key, const char *v)
+{
+	void *field = (char *)c + k->offset;
+	uint64_t u64;
+	unsigned u;
+	int r;
+
+	if ((k->flags & WBG_CONF_EMPTY_OFF) && (!*v || strcmp(v, "off") == 0 || strcmp(v, "0") == 0))
+		return *(unsigned *)field = 0, 0;
+	switch (k->type) {
+	case WBG_CONF_PATH:
+		return parse_path(v, true, field, k->size);
+	case WBG_CONF_PATH_OR_EMPTY:
+		return *v ? parse_path(v, true, field, k->size) : (*(char *)field = 0, 0);
+	case WBG_CONF_CGROUP_PATH:
+		return parse_path(v[0] == '/' ? v + 1 : v, false, field, k->size);
+	case WBG_CONF_CGROUP_PATHS:
+		return parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
+	case WBG_CONF_PATHS:
+		c->runtime_dirs_set = true;
+		return parse_paths(v, true, c->runtime_dirs, &c->n_runtime_dirs, WBG_RUNTIME_DIRS_MAX);
+	case WBG_CONF_UINT:
+		return parse_uint(v, (unsigned)k->min, (unsigned)k->max, field);
+	case WBG_CONF_BOOL:
+		return parse_bool(v, field);
+	case WBG_CONF_SECONDS:
+		return parse_seconds(v, k->min, k->max, field);
+	case WBG_CONF_CENTISECONDS:
+		r = parse_expiry(v, &u);
+		if (r < 0 || u < k->min || u > k->max)
+			return r < 0 ? r : -ERANGE;
+		return *(unsigned *)field = u, 0;
+	case WBG_CONF_SIZE:
+		r = parse_size(v, &u64);
+		if (r < 0 || u64 < k->min || u64 > k->max)
+			return r < 0 ? r : -ERANGE;
+		return *(uint64_t *)field = u64, 0;
+	case WBG_CONF_WORD:
+		for (int i = 0; k->words[i]; i++)
+			if (strcmp(v, k->words[i]) == 0)
+				return *(int *)field = i, 0;
+		return -EINVAL;
+	case WBG_CONF_FSTYPES:
+		if (strlen(v) >= k->size || strpbrk(v, "/\\"))
+			return -EINVAL;
+		snprintf(field, k->size, "%s", v);
+		return 0;
+	case WBG_CONF_LISTEN:
+		if (strcmp(v, "off") == 0 || !*v)
+			return *(char *)field = 0, 0;
+		if (strlen(v) >= k->size)
+			return -EINVAL;
+		r = parse_listen(v, NULL);
+		if (r < 0)
+			return r;
+		snprintf(field, k->size, "%s", v);
+		return 0;
+	case WBG_CONF_TEXTFILE:
+		if (!*v)
+			return *(char *)field = 0, 0;
+		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom") != 0)
+			return -EINVAL;
+		return parse_path(v, true, field, k->size);
+	case WBG_CONF_PASSES:
+		r = parse_uint(v, (unsigned)k->min, (unsigned)k->max, &u);
+		return r < 0 ? r : set_passes(c, key + 7, u);
+	}
+	return -EINVAL;
+}
+
+const char *conf_key_expect(const struct wbg_conf_key *k, char *buf, size_t size)
+{
+	const char *off = k->flags & WBG_CONF_EMPTY_OFF ? "off, " : "";
+	size_t n;
+
+	switch (k->type) {
+	case WBG_CONF_PATH:
+		return "an absolute path";
+	case WBG_CONF_PATH_OR_EMPTY:
+		return "an absolute path, or empty";
+	case WBG_CONF_CGROUP_PATH:
+		return "a cgroup path relative to cgroup_root";
+	case WBG_CONF_CGROUP_PATHS:
+		return "cgroup paths relative to cgroup_root, separated by spaces";
+	case WBG_CONF_PATHS:
+		return "absolute paths separated by spaces";
+	case WBG_CONF_UINT:
+	case WBG_CONF_PASSES:
+		snprintf(buf, size, "a number from %.0f to %.0f", k->min, k->max);
+		return buf;
+	case WBG_CONF_BOOL:
+		return "yes or no";
+	case WBG_CONF_SECONDS:
+		snprintf(buf, size, "seconds from %g to %g, or a duration (500ms, 5s, 2m, 1h)", k->min, k->max);
+		return buf;
+	case WBG_CONF_CENTISECONDS:
+		snprintf(buf, size, "%scentiseconds (500), or a duration (500ms, 5s, 2m, 1h) up to 24h", off);
+		return buf;
+	case WBG_CONF_SIZE:
+		return "a size from 64K to 1G (K, M, G suffixes)";
+	case WBG_CONF_WORD:
+		buf[0] = 0;
+		for (int i = 0; k->words[i]; i++) {
+			n = strlen(buf);
+			snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : k->words[i + 1] ? ", " : " or ", k->words[i]);
+		}
+		return buf;
+	case WBG_CONF_FSTYPES:
+		return "filesystem types or globs separated by spaces (nfs fuse.*), or empty";
+	case WBG_CONF_LISTEN:
+		return "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
+	case WBG_CONF_TEXTFILE:
+		return "an absolute path ending in .prom, or empty";
+	}
+	return "";
+}
+
+/* Exact, so that a value formatted and parsed again is the same. */
+static void format_seconds(uint64_t usec, char *buf, size_t size)
+{
+	if (usec % 1000000 == 0)
+		snprintf(buf, size, "%" PRIu64, usec / 1000000);
+	else if (usec % 1000 == 0)
+		snprintf(buf, size, "%" PRIu64 "ms", usec / 1000);
+	else
+		snprintf(buf, size, "%" PRIu64 "us", usec);
+}
+
+static void format_strv(const char *const *v, unsigned n, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < n && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " " : "", v[i]);
+}
+
+const char *conf_key_format(const struct wbg_conf_key *k, const struct wbg_config *c, char *buf, size_t size)
+{
+	const void *field = (const char *)c + k->offset;
+	const char *const *dirs;
+	unsigned n;
+	size_t len;
+
+	switch (k->type) {
+	case WBG_CONF_PATH:
+	case WBG_CONF_PATH_OR_EMPTY:
+	case WBG_CONF_CGROUP_PATH:
+	case WBG_CONF_FSTYPES:
+	case WBG_CONF_TEXTFILE:
+		snprintf(buf, size, "%s", (const char *)field);
+		break;
+	case WBG_CONF_LISTEN:
+		snprintf(buf, size, "%s", *(const char *)field ? (const char *)field : "off");
+		break;
+	case WBG_CONF_CGROUP_PATHS:
+		format_strv((const char *const *)c->roots, c->n_roots, buf, size);
+		break;
+	case WBG_CONF_PATHS:
+		dirs = config_runtime_dirs(c, &n);
+		format_strv(dirs, n, buf, size);
+		break;
+	case WBG_CONF_UINT:
+		snprintf(buf, size, "%u", *(const unsigned *)field);
+		break;
+	case WBG_CONF_BOOL:
+		snprintf(buf, size, "%s", *(const bool *)field ? "yes" : "no");
+		break;
+	case WBG_CONF_SECONDS:
+		format_seconds(*(const uint64_t *)field, buf, size);
+		break;
+	case WBG_CONF_CENTISECONDS:
+		n = *(const unsigned *)field;
+		if (n == 0)
+			snprintf(buf, size, "%s", k->flags & WBG_CONF_EMPTY_OFF ? "off" : "0");
+		else if (n % 360000 == 0)
+			snprintf(buf, size, "%uh", n / 360000);
+		else if (n % 100 == 0)
+			snprintf(buf, size, "%us", n / 100);
+		else
+			snprintf(buf, size, "%u", n);
+		break;
+	case WBG_CONF_SIZE: {
+		uint64_t v = *(const uint64_t *)field;
+
+		if (v && v % (1 << 30) == 0)
+			snprintf(buf, size, "%" PRIu64 "G", v >> 30);
+		else if (v && v % (1 << 20) == 0)
+			snprintf(buf, size, "%" PRIu64 "M", v >> 20);
+		else if (v && v % (1 << 10) == 0)
+			snprintf(buf, size, "%" PRIu64 "K", v >> 10);
+		else
+			snprintf(buf, size, "%" PRIu64, v);
+		break;
+	}
+	case WBG_CONF_WORD:
+		snprintf(buf, size, "%s", k->words[*(const int *)field]);
+		break;
+	case WBG_CONF_PASSES:
+		len = 0;
+		buf[0] = 0;
+		for (unsigned i = 0; i < c->n_passes && len < size; i++)
+			len += (size_t)snprintf(buf + len, size - len, "%s=%u ", c->passes[i].fstype, c->passes[i].passes);
+		if (len < size)
+			snprintf(buf + len, size - len, "default=%u", c->default_passes);
+		break;
+	}
+	return buf;
+}
+
+static void md_cell(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+void conf_keys_reference(FILE *f)
+{
+	struct wbg_config def;
+	char expect[256], value[512];
+
+	config_init(&def);
+	fputs("# wbguardd's configuration keys\n\n"
+	      "Generated from the parser's key table (daemon/lib/conf-keys.c) by\n"
+	      "`build/tests/test-conf-keys --reference`; a unit test fails when this file\n"
+	      "and the table differ. The file, its drop-ins and each key's meaning in\n"
+	      "full: wbguard.conf(5) and conf/wbguard.conf.\n\n"
+	      "Durations take one syntax everywhere: a number with a unit (`500ms`, `5s`,\n"
+	      "`2m`, `1h`); a bare number is in the key's own unit, seconds for the\n"
+	      "`*_sec` keys and centiseconds for `[expiry]` (the sysctl's unit).\n"
+	      "Keys marked *restart* keep their running value at a reload, which says so\n"
+	      "in the log when they changed.\n\n"
+	      "| section | key | default | values | applies | meaning |\n"
+	      "|---|---|---|---|---|---|\n",
+	      f);
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct wbg_conf_key *k = &keys[i];
+
+		fprintf(f, "| %s | `%s` | ", k->section, k->key);
+		conf_key_format(k, &def, value, sizeof(value));
+		if (*value) {
+			fputc('`', f);
+			md_cell(f, value);
+			fputs("` | ", f);
+		} else
+			fputs("(empty) | ", f);
+		md_cell(f, conf_key_expect(k, expect, sizeof(expect)));
+		fprintf(f, " | %s | ", k->flags & WBG_CONF_RESTART ? "restart" : "reload");
+		md_cell(f, k->doc);
+		fputs(" |\n", f);
+	}
+	fputs("\n`[policy \"GLOB\"]` sections (the first whose glob matches a cgroup's path or\n"
+	      "unit wins) take `dirty_expire` (a duration as `[expiry]`), `mechanism`\n"
+	      "(per-pod or global) and `allow_annotation` (yes or no).\n",
+	      f);
+	config_done(&def);
+}
