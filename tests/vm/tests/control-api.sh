@@ -86,6 +86,10 @@ $ctl metrics >/wbg-out/metrics.txt
 check "metrics over the API: the handover counters" grep -q '^wbguard_handovers_total{trigger="api",outcome="flushed"} 1' /wbg-out/metrics.txt
 promtool check metrics </wbg-out/metrics.txt >/dev/null 2>&1
 check "metrics over the API pass promtool" test $? = 0
+"$WBG_TOP/tools/metrics-reference" --check-labels "$WBG_TOP/docs/metrics-reference.md" --scrape /wbg-out/metrics.txt >/tmp/labels.txt 2>&1
+labels_rc=$?
+sed 's/^/# /' /tmp/labels.txt
+check "every family's series carry the labels docs/metrics-reference.md gives" test $labels_rc = 0
 $ctl reload
 check "reload: exit 0" test $? = 0
 check "reload: logged" grep -q "^Reloaded" /wbg-out/wbguardd.log
