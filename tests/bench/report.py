@@ -50,6 +50,11 @@ def old_handover(runs):
 def load_column(d, name, kernel, mode, mit, fs):
     runs, failed = [], 0
     cdir = os.path.join(d, name)
+    skipped = os.path.join(cdir, "skipped")
+    if os.path.exists(skipped):
+        with open(skipped) as f:
+            return {"name": name, "kernel": kernel, "mode": mode, "mitigation": mit, "fs": fs,
+                    "skipped": f.read().strip() or "kernel not available"}
     for r in sorted(os.listdir(cdir)) if os.path.isdir(cdir) else []:
         p = os.path.join(cdir, r, "result.json")
         try:
@@ -163,9 +168,9 @@ def main():
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "columns": cols,
-        "ratios": ratios(cols),
+        "ratios": ratios([c for c in cols if "skipped" not in c]),
     }
-    png = plot(d, cols)
+    png = plot(d, [c for c in cols if "skipped" not in c])
     if png:
         result["plot"] = png
     with open(os.path.join(d, "bench.json"), "w") as f:
@@ -175,6 +180,9 @@ def main():
     print(hdr)
     print("-" * len(hdr))
     for c in cols:
+        if "skipped" in c:
+            print(f"{c['name']:34} skipped: {c['skipped']}")
+            continue
         s = c["summary"]
         ok_runs = len(c["runs"])
         print(f"{c['name']:34} {str(c['kernel_release']):18} {fmt(s['worst_lag_s'], '', 2):>22} "
@@ -183,7 +191,7 @@ def main():
     for r in result["ratios"]:
         print(f"worst lag {r['column']} / {r['control']}: {r['worst_lag_ratio']}x")
     print(f"results: {os.path.join(d, 'bench.json')}" + (f"  plot: {png}" if png else ""))
-    return 1 if any(c["summary"]["failed_runs"] for c in cols) else 0
+    return 1 if any(c.get("summary", {}).get("failed_runs") for c in cols) else 0
 
 
 if __name__ == "__main__":
