@@ -11,7 +11,7 @@ libsystemd-dev libinih-dev libnl-3-dev
 libjson-c-dev libmicrohttpd-dev
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus
-strace valgrind
+strace valgrind libcgroup-dev
 scdoc man-db libdbus-1-dev bash-completion
 dpkg-dev debhelper lintian fakeroot
 podman buildah containerd mmdebstrap
