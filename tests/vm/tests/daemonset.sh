@@ -121,6 +121,15 @@ scenario() {
 	jq -e '[.checks[] | select(.check == "wbguardd" and .result == "ok")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
 		jq -e '[.checks[] | select(.check == "open by handle" and .result == "warn")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
 		res="$res doctor=ok" || res="$res doctor=FAIL"
+	# wbguardctl verify in the pod, as docs/operations.md runs it there: the
+	# host's cgroupfs and a host disk through /proc/1/root
+	crun exec wbguard-$name sh -c "w=\$(command -v wbguardctl || echo $WBG_BUILD/daemon/wbguardctl); exec \$w verify --json --cgroup-root /proc/1/root/sys/fs/cgroup --dir /proc/1/root/mnt/ext4" \
+		>/wbg-out/pod-$name-verify.json 2>/wbg-out/pod-$name-verify.err
+	local vrc=$? vstate
+	vstate=$(jq -r .dying_wb_fallback.state /wbg-out/pod-$name-verify.json 2>/dev/null)
+	echo "verify in the pod: exit $vrc, $vstate; $(head -c 300 /wbg-out/pod-$name-verify.err | tr '\n' ' ')" >>/wbg-out/notes.txt
+	{ [ $vrc = 1 ] && [ "$vstate" = missing ]; } || { [ $vrc = 2 ] && [ "$vstate" = unknown ]; } &&
+		res="$res verify=ok" || res="$res verify=FAIL"
 	# the ConfigMap edited: the kubelet's swap of ..data, no restart; the
 	# new configuration (the flush mode back to the default) is in effect
 	local v=/tmp/ds-$name/volume-config ts=..2026_12_01_00_05_00.2
@@ -168,7 +177,7 @@ else
 fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason doctor configmap restore; do
+for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason doctor verify configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \
