@@ -42,13 +42,26 @@ int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret)
 
 int read_small_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_free_ char *buf = malloc(max + 1);
-	size_t n = 0;
+	/* grown as the file needs, up to max: a bound, not what each read
+	 * allocates (wb_stats may be allowed 64 MiB and hold a few KiB) */
+	size_t cap = max < 65536 ? max : 65536, n = 0;
+	_cleanup_free_ char *buf = malloc(cap + 1);
 
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t k = read(fd, buf + n, max - n);
+		ssize_t k;
+
+		if (n == cap && cap < max) {
+			size_t grown = cap > max / 2 ? max : cap * 2;
+			char *b = realloc(buf, grown + 1);
+
+			if (!b)
+				return -ENOMEM;
+			buf = b;
+			cap = grown;
+		}
+		k = read(fd, buf + n, cap - n);
 
 		if (k < 0) {
 			if (errno == EINTR)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cgroup-util.h"
+#include "log.h"
 #include "macro.h"
 #include "wbstats.h"
 
@@ -85,7 +86,10 @@ bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s)
 	return (s->state & (1ULL << WB_HAS_DIRTY_IO_BIT)) || s->b_dirty || s->b_io || s->b_more_io;
 }
 
-/* 64 MiB: about 100,000 wbs' entries (some 600 bytes each). */
+uint64_t wbstats_read_failures;
+
+/* 64 MiB: about 100,000 wbs' entries (some 600 bytes each); the buffer
+ * grows to what the file holds (read_small_fd). */
 #define WB_STATS_MAX (64u << 20)
 
 int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
@@ -149,9 +153,19 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 		bool has_dev;
 		size_t n = 0;
 
-		if (read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text) < 0 ||
-		    wbstats_parse(text, &v, &n) < 0)
+		r = read_small_file_at(AT_FDCWD, g.gl_pathv[i], WB_STATS_MAX, &text);
+		if (r == -ENOENT) { /* the bdi went away meanwhile */
+			r = 0;
 			continue;
+		}
+		/* A bdi that cannot be read (over WB_STATS_MAX, say) makes the
+		 * whole answer unknown: skipped, its dirty wbs would read as
+		 * drained. */
+		if (r < 0 || (r = wbstats_parse(text, &v, &n)) < 0) {
+			wbstats_read_failures++;
+			log_debug_errno(r, "Cannot read %s: wb_stats unknown this time", g.gl_pathv[i]);
+			break;
+		}
 		any = true;
 		has_dev = bdi_dev(g.gl_pathv[i], &maj, &min);
 		for (size_t k = 0; k < n; k++) {

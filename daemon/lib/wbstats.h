@@ -33,4 +33,7 @@ struct wbg_dirty_wb {
 	bool has_dev;
 	unsigned major, minor;
 };
+/* A bdi whose wb_stats cannot be read (too large, unparsable) fails the
+ * whole read (counted in wbstats_read_failures): unknown, never drained. */
 int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n);
+extern uint64_t wbstats_read_failures;

@@ -13,6 +13,7 @@
 #include "metrics-kernel.h"
 #include "process-metrics.h"
 #include "textfile.h"
+#include "wbstats.h"
 
 static void write_bpf(FILE *f, const struct manager *m)
 {
@@ -37,6 +38,9 @@ static void write_textfile(FILE *f, const struct manager *m)
 		       textfile_errors(m->textfile));
 	metric_counter(f, "wbguard_textfile_replaced_total",
 		       "Metrics texts replaced by a newer one before the disk took them.", textfile_replaced(m->textfile));
+	metric_counter(f, "wbguard_wbstats_read_failures_total",
+		       "Reads of debugfs wb_stats that failed on a bdi (too large, unreadable): answered unknown, not drained.",
+		       wbstats_read_failures);
 }
 
 void metrics_write(const struct manager *m, FILE *f)

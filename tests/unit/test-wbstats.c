@@ -97,6 +97,21 @@ int main(void)
 			CHECK(b, "a bdi with another name has no device");
 			free(w);
 		}
+		{
+			/* a bdi that cannot be read: the answer is unknown, not a set
+			 * without its dirty wbs (which would read as drained) */
+			uint64_t failures = wbstats_read_failures;
+
+			snprintf(p, sizeof(p), "%s/bdi/8:32", dir);
+			mkdir(p, 0755);
+			snprintf(p, sizeof(p), "%s/bdi/8:32/wb_stats", dir);
+			CHECK(mkdir(p, 0755) == 0, "a bdi whose wb_stats is not readable (a directory)");
+			set = NULL;
+			CHECK(wbstats_dirty_cgroups(dir, &set, &k) < 0 && wbstats_cgroup_clean(dir, 7) < 0,
+			      "an unreadable bdi makes the read fail (unknown), not drained");
+			CHECK(wbstats_read_failures > failures, "counted");
+			free(set);
+		}
 		snprintf(p, sizeof(p), "rm -rf %s", dir);
 		CHECK(system(p) == 0, "cleanup");
 	}
