@@ -105,7 +105,7 @@ int write_string_file_at(int dirfd, const char *path, const char *s)
 	return (size_t)k == len ? 0 : -EIO;
 }
 
-int write_file_atomic(const char *path, const char *s, bool sync)
+int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode)
 {
 	char tmp[PATH_MAX];
 	size_t n = strlen(s);
@@ -113,10 +113,11 @@ int write_file_atomic(const char *path, const char *s, bool sync)
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, s, n) != (ssize_t)n || (sync && fsync(fd) < 0))
+	/* a temporary left by an older version keeps its mode otherwise */
+	if (fchmod(fd, mode) < 0 || write(fd, s, n) != (ssize_t)n || (sync && fsync(fd) < 0))
 		r = errno ? -errno : -EIO;
 	close(fd);
 	if (r == 0 && rename(tmp, path) < 0)

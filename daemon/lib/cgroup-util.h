@@ -3,6 +3,8 @@
  * cgroupfs root passed by the caller, so tests can use a temporary tree. */
 #pragma once
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -20,7 +22,7 @@ int read_small_fd(int fd, size_t max, char **ret, size_t *ret_len);
 int write_string_file_at(int dirfd, const char *path, const char *s);
 /* Replaces path with s whole: written to path.tmp (fsync'ed when sync),
  * then renamed, so a crash leaves the old file or the new one. */
-int write_file_atomic(const char *path, const char *s, bool sync);
+int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode);
 
 /* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */
 int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,

@@ -36,7 +36,7 @@ int pending_save(const char *dir, uint64_t id, const char *path, uint64_t cgroup
 	json_object_object_add(o, "targets", t);
 	snprintf(p, sizeof(p), "%s/pending-%" PRIu64 ".json", dir, id);
 	/* in /run, per handover: no fsync (a crash of the node empties it anyway) */
-	r = write_file_atomic(p, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), false);
+	r = write_file_atomic(p, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), false, 0640);
 	json_object_put(o);
 	return r;
 }
@@ -158,7 +158,7 @@ static void ids_reserve(struct wbg_ids *ids)
 
 	snprintf(text, sizeof(text), "%" PRIu64 "\n", ids->last + WBG_IDS_BLOCK);
 	/* in /run, like the pending records: no fsync */
-	r = write_file_atomic(ids->path, text, false);
+	r = write_file_atomic(ids->path, text, false, 0640);
 	if (r < 0) {
 		/* ids stay unique within this run and above every pending
 		 * record; only a later run may reuse some */

@@ -2,11 +2,32 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "log.h"
 #include "metrics.h"
 #include "records.h"
+
+/* 0640: the records name every tenant's cgroups and pods; a file an older
+ * version made 0644 is narrowed too. */
+static FILE *open_records(const char *path, int flags)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0640);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fchmod(fd, 0640) < 0 || !(f = fdopen(fd, flags & O_APPEND ? "a" : "w"))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	return f;
+}
 
 int records_open(struct wbg_records *r, const char *dir, uint64_t max)
 {
@@ -14,7 +35,7 @@ int records_open(struct wbg_records *r, const char *dir, uint64_t max)
 
 	*r = (struct wbg_records){ .max = max };
 	snprintf(r->path, sizeof(r->path), "%s/handovers.jsonl", dir);
-	r->f = fopen(r->path, "ae");
+	r->f = open_records(r->path, O_APPEND);
 	if (!r->f)
 		return log_warning_errno(errno, "Cannot open %s; handover records go to the log only", r->path);
 	if (fstat(fileno(r->f), &st) == 0)
@@ -31,7 +52,7 @@ static void rotate(struct wbg_records *r)
 	r->f = NULL;
 	if (rename(r->path, old) < 0)
 		log_warning_errno(errno, "Cannot rotate %s", r->path);
-	r->f = fopen(r->path, "we");
+	r->f = open_records(r->path, O_TRUNC);
 	r->size = 0;
 	r->rotations++;
 	if (!r->f) {

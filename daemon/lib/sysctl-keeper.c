@@ -91,7 +91,7 @@ static int save_state(struct wbg_sysctl *k, unsigned written)
 	r = asprintf(&text, "%s\n",
 		     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)) < 0
 		    ? -ENOMEM
-		    : write_file_atomic(k->state_path, text, true);
+		    : write_file_atomic(k->state_path, text, true, 0644);
 	free(text);
 	json_object_put(o);
 	if (r < 0) {

@@ -45,7 +45,7 @@ static void *run(void *arg)
 		t->path = t->text = NULL;
 		t->busy = true;
 		pthread_mutex_unlock(&t->lock);
-		r = write_file_atomic(path, text, true);
+		r = write_file_atomic(path, text, true, 0644);
 		if (r < 0)
 			log_warning_errno(r, "Cannot write the metrics textfile %s", path);
 		free(path);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
@@ -24,6 +25,13 @@ int main(void)
 	CHECK(pending_load(dir, &v, &n) == 0 && n == 0, "an empty directory: nothing pending");
 	CHECK(pending_save(dir, 7, "kubepods.slice/p 1\n", 4242, devs, bdev, 2) == 0, "save");
 	CHECK(pending_save(dir, 8, "x", 1, NULL, NULL, 0) == 0, "save one without targets");
+	{
+		char rec[512];
+		struct stat st;
+
+		snprintf(rec, sizeof(rec), "%s/pending-7.json", dir);
+		CHECK(stat(rec, &st) == 0 && (st.st_mode & 0777) == 0640, "a pending record is 0640 (it names a tenant's cgroup)");
+	}
 	snprintf(p, sizeof(p), "%s/pending-9.json", dir);
 	f = fopen(p, "w");
 	fputs("{\"id\": 9, \"cgroup\": ", f); /* a write cut short */

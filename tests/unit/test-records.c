@@ -11,6 +11,15 @@
 #include "records.h"
 #include "tap.h"
 
+static unsigned mode_of(const char *dir, const char *name)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0;
+}
+
 static long long size_of(const char *dir, const char *name)
 {
 	char p[512];
@@ -42,10 +51,15 @@ int main(void)
 	CHECK(r.rotations >= 14, "rotations counted (%llu)", (unsigned long long)r.rotations);
 	total = size_of(dir, "handovers.jsonl") + size_of(dir, "handovers.jsonl.1");
 	CHECK(total % 100 == 0, "records are never cut in two (%lld bytes)", total);
+	CHECK(mode_of(dir, "handovers.jsonl") == 0640 && mode_of(dir, "handovers.jsonl.1") == 0640,
+	      "0640, rotated files too (%o): they name every tenant's cgroups", mode_of(dir, "handovers.jsonl"));
 	records_close(&r);
 	/* a restart appends to what is there and counts its size */
+	snprintf(cmd, sizeof(cmd), "%s/handovers.jsonl", dir);
+	chmod(cmd, 0644); /* as an older version made it */
 	CHECK(records_open(&r, dir, 64 * 1024) == 0 && r.size == (uint64_t)size_of(dir, "handovers.jsonl"),
 	      "reopened: its size is known (%llu)", (unsigned long long)r.size);
+	CHECK(mode_of(dir, "handovers.jsonl") == 0640, "a 0644 file from before is narrowed to 0640");
 	records_close(&r);
 	CHECK(records_open(&r, "/nonexistent/wbg", 64 * 1024) < 0, "no state directory: an error, not a crash");
 	records_append(&r, line);
