@@ -163,3 +163,31 @@ const char *wbg_qos_to_string(enum wbg_qos q)
 		return "";
 	}
 }
+
+size_t cgroup_tenant_len(const char *path)
+{
+	const char *s = path;
+	size_t two_levels = 0, n;
+	unsigned depth = 0;
+
+	while (*s) {
+		const char *e = strchr(s, '/');
+		struct wbg_identity one = { .runtime = "" };
+		size_t stem;
+
+		n = e ? (size_t)(e - s) : strlen(s);
+		/* a pod's own cgroup: everything below is the pod's */
+		component(&one, s, n, depth);
+		if (one.is_pod)
+			return (size_t)(s - path) + n;
+		/* user.slice/user-1000.slice/user@1000.service: the user's manager */
+		if (strncmp(path, "user.slice/", 11) == 0 && memchr(s, '@', n) && has_suffix(s, n, ".service", &stem))
+			return (size_t)(s - path) + n;
+		if (++depth == 2)
+			two_levels = (size_t)(s - path) + n;
+		s += n;
+		while (*s == '/')
+			s++;
+	}
+	return two_levels ? two_levels : strlen(path);
+}

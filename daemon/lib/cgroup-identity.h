@@ -4,6 +4,8 @@
  * CRI-O, Docker), Docker and Podman on their own, and plain systemd units. */
 #pragma once
 
+#include <stddef.h>
+
 #include <stdbool.h>
 
 enum wbg_qos { WBG_QOS_NONE, WBG_QOS_GUARANTEED, WBG_QOS_BURSTABLE, WBG_QOS_BESTEFFORT };
@@ -22,3 +24,7 @@ struct wbg_identity {
  * odd paths: fields it cannot tell stay empty. */
 void cgroup_identity_parse(const char *path, struct wbg_identity *ret);
 const char *wbg_qos_to_string(enum wbg_qos q);
+/* The length of path's prefix that names its tenant, the subtree one owner
+ * controls: a pod's cgroup, a user's manager (user@UID.service), else the
+ * first two levels (system.slice/foo.service). */
+size_t cgroup_tenant_len(const char *path);

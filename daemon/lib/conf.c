@@ -26,6 +26,10 @@ void config_init(struct wbg_config *c)
 		.state_dir = WBG_RUN_DIR,
 		.records_max_bytes = 4 << 20,
 		.max_depth = 32,
+		/* about 1.3 KiB each with its inotify marks: 32,768 fit the
+		 * DaemonSet's 128 MiB with room for the rest */
+		.max_cgroups = 32768,
+		.max_cgroups_per_tenant = 2048,
 		.bpf_dirtied_cgroups = WBG_DIRTIED_CGROUPS_MAX,
 		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.metrics_per_cgroup = true,

@@ -34,6 +34,7 @@ struct wbg_config {
 	int log_level;
 	char state_dir[256];
 	unsigned max_depth; /* cgroup levels tracked below cgroup_root */
+	unsigned max_cgroups, max_cgroups_per_tenant; /* tracked at once; 0: no cap */
 	uint64_t records_max_bytes; /* handovers.jsonl rotates past it */
 	uint64_t watch_retry_usec;  /* a rescan this often while the inotify limit refuses watches */
 	char proc_sys[256]; /* where vm.dirty_expire_centisecs lives: <proc_sys>/vm/... */

@@ -76,20 +76,10 @@ static uint64_t fnv1a(uint64_t hash, const char *s, size_t n)
 uint64_t handover_tenant(const char *path, const struct wbg_identity *ident)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
-	const char *p, *end = path;
-	unsigned levels = 2;
 
 	if (ident->pod_uid[0])
 		return fnv1a(fnv1a(h, "pod:", 4), ident->pod_uid, sizeof(ident->pod_uid)) | 1;
-	/* user.slice/user-1000.slice/user@1000.service/...: the user */
-	if (strncmp(path, "user.slice/", 11) == 0 && (p = strstr(path, ".service")) && strchr(path, '@') &&
-	    strchr(path, '@') < p)
-		return fnv1a(h, path, (size_t)(p - path)) | 1;
-	for (p = path; *p && levels; p++)
-		if (*p == '/' && --levels == 0)
-			break;
-	end = p;
-	return fnv1a(h, path, (size_t)(end - path)) | 1;
+	return fnv1a(h, path, cgroup_tenant_len(path)) | 1;
 }
 
 void handover_free(struct wbg_handover *h)

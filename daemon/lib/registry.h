@@ -23,6 +23,7 @@ struct wbg_cgroup {
 	uint64_t seen;       /* rescan generation it was last found in */
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */
+	unsigned tenant_members; /* as a tenant's root: its tracked descendants */
 	/* Without BPF: the filesystems its processes' mount namespace showed
 	 * while they were alive. */
 	dev_t *ns_devs;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -129,8 +130,47 @@ static bool read_populated(const struct wbg_watch *w, const struct wbg_cgroup *c
 	return *c->path && cg_read_keyed_u64(w->root, c->path, "cgroup.events", "populated", &v) == 0 && v;
 }
 
+/* The tracked root of path's tenant, when path is below it. */
+static struct wbg_cgroup *tenant_root(const struct wbg_watch *w, const char *path)
+{
+	size_t len = cgroup_tenant_len(path);
+	char root[PATH_MAX];
+
+	if (len >= strlen(path) || len >= sizeof(root))
+		return NULL;
+	snprintf(root, sizeof(root), "%.*s", (int)len, path);
+	return registry_find_path(w->reg, root);
+}
+
+/* Whether one more cgroup may be tracked: the node's cap and its tenant's
+ * share. O(its path): one lookup of the tenant's root. */
+static bool within_caps(struct wbg_watch *w, const char *path, struct wbg_cgroup **ret_root)
+{
+	struct wbg_cgroup *root = tenant_root(w, path);
+	const char *why = NULL;
+
+	*ret_root = root;
+	if (w->max_cgroups && w->reg->n >= w->max_cgroups) {
+		w->refused_max++;
+		why = "[daemon] max_cgroups";
+	} else if (w->max_per_tenant && root && root->tenant_members >= w->max_per_tenant) {
+		w->refused_tenant++;
+		why = "[daemon] max_cgroups_per_tenant";
+	}
+	if (why && !w->caps_logged) {
+		log_warning("Not tracking %.128s: %s reached (removals there are found by the stall they cause)", path,
+			    why);
+		w->caps_logged = true;
+	}
+	return !why;
+}
+
 static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
 {
+	struct wbg_cgroup *root = tenant_root(w, c->path);
+
+	if (root && root->tenant_members > 0)
+		root->tenant_members--;
 	c->removed = true;
 	/* The kernel already dropped the watches of a removed directory. */
 	if (c->wd_dir >= 0 && by_rescan)
@@ -194,11 +234,17 @@ static int track_one(struct wbg_watch *w, const char *path, const struct stat *s
 		c = NULL;
 	}
 	if (!c) {
+		struct wbg_cgroup *root;
+
+		if (!within_caps(w, path, &root))
+			return 0;
 		r = registry_add(w->reg, st->st_ino, path, &c);
 		if (r == -EEXIST)
 			return 0;
 		if (r < 0)
 			return r;
+		if (root)
+			root->tenant_members++;
 		c->in_scope = !ancestor_only;
 		r = add_watches(w, c);
 		if (r == -ENOSPC || r == -ENOMEM) {
@@ -325,6 +371,7 @@ int watch_rescan(struct wbg_watch *w)
 	w->rescan_needed = false;
 	w->watch_limit_hit = false;
 	w->too_long_logged = false;
+	w->caps_logged = false;
 	/* Our own walk, not libcgroup's: its depth bound only filters what it
 	 * reports, while it still reads every level of a tenant's chain and
 	 * stats every control file by full path (minutes for 2,000 levels). */
@@ -440,6 +487,10 @@ void watch_metrics(FILE *f, const struct wbg_watch *w)
 		       "Cgroups not tracked because their path is longer than PATH_MAX.", w->paths_too_long);
 	metric_counter(f, "wbguard_cgroups_too_deep_total",
 		       "Cgroups not tracked because they are deeper than [daemon] max_depth.", w->paths_too_deep);
+	metric_family(f, "wbguard_cgroups_refused_total", "counter",
+		      "Cgroups not tracked because a cap was reached (counted per attempt: a rescan tries again).");
+	fprintf(f, "wbguard_cgroups_refused_total{reason=\"max_cgroups\"} %" PRIu64 "\n", w->refused_max);
+	fprintf(f, "wbguard_cgroups_refused_total{reason=\"max_cgroups_per_tenant\"} %" PRIu64 "\n", w->refused_tenant);
 	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
 		       w->rescans > 0 ? w->rescans - 1 : 0);
 	metric_counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",

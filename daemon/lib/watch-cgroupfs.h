@@ -39,6 +39,14 @@ struct wbg_watch {
 	uint64_t paths_too_long; /* cgroups not tracked: path over PATH_MAX */
 	uint64_t paths_too_deep; /* ... deeper than max_depth */
 	bool too_long_logged;    /* said once per walk */
+	/* Caps on what tenants can make it track ([daemon] max_cgroups,
+	 * max_cgroups_per_tenant; 0: none): each tracked cgroup costs two
+	 * inotify marks and about 1 KiB. A tenant is cgroup_tenant_len()'s
+	 * subtree; what is refused is counted per attempt (a rescan tries
+	 * again) and said once per walk. */
+	unsigned max_cgroups, max_per_tenant;
+	uint64_t refused_max, refused_tenant;
+	bool caps_logged;
 	bool rescan_needed;   /* events were lost: rescan now */
 	bool watch_limit_hit; /* some watches could not be added: retry later */
 };

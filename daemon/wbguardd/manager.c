@@ -381,6 +381,8 @@ static int start_watch(struct manager *m)
 	if (r < 0)
 		return r;
 	m->watch.max_depth = m->cfg.max_depth;
+	m->watch.max_cgroups = m->cfg.max_cgroups;
+	m->watch.max_per_tenant = m->cfg.max_cgroups_per_tenant;
 	if (m->scratch.path) {
 		m->watch.exclude = strdup(m->scratch.path);
 		if (!m->watch.exclude)

@@ -212,6 +212,49 @@ int main(void)
 	watch_done(&w);
 	registry_free(&reg);
 	{
+		/* Caps: a tenant (here system.slice/t.service's subtree) has a
+		 * share of the tracked cgroups, and the node a cap; what is
+		 * refused is counted, what another tenant makes is tracked. */
+		char p[128];
+		uint64_t refused;
+
+		mkcg("system.slice", 0);
+		mkcg("system.slice/t.service", 0);
+		mkcg("system.slice/u.service", 0);
+		CHECK(watch_init(&w, root, NULL, 0, &reg, &ops, NULL) == 0, "init with caps");
+		w.max_per_tenant = 10;
+		CHECK(watch_rescan(&w) == 0, "rescan");
+		refused = w.refused_tenant; /* the chains above are tenants too */
+		for (int i = 0; i < 50; i++) {
+			snprintf(p, sizeof(p), "system.slice/t.service/c%d", i);
+			mkcg(p, 0);
+		}
+		pump(&w);
+		{
+			struct wbg_cgroup *t = registry_find_path(&reg, "system.slice/t.service");
+
+			CHECK(t && t->tenant_members == 10 && w.refused_tenant - refused == 40,
+			      "a tenant's 50 cgroups: 10 tracked, 40 refused and counted (%u, %llu)", t ? t->tenant_members : 0,
+			      (unsigned long long)(w.refused_tenant - refused));
+		}
+		mkcg("system.slice/u.service/mine", 0);
+		pump(&w);
+		CHECK(registry_find_path(&reg, "system.slice/u.service/mine") != NULL, "another tenant's cgroup is tracked");
+		rmcg("system.slice/t.service/c0");
+		pump(&w);
+		mkcg("system.slice/t.service/again", 0);
+		pump(&w);
+		CHECK(registry_find_path(&reg, "system.slice/t.service/again") != NULL,
+		      "a removal gives the tenant its slot back");
+		w.max_cgroups = reg.n;
+		mkcg("system.slice/u.service/more", 0);
+		pump(&w);
+		CHECK(!registry_find_path(&reg, "system.slice/u.service/more") && w.refused_max == 1,
+		      "the node's cap: refused and counted");
+		watch_done(&w);
+		registry_free(&reg);
+	}
+	{
 		char p[512];
 
 		snprintf(p, sizeof(p), "rm -rf %s", root);
