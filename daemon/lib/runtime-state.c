@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 
@@ -53,8 +54,21 @@ static const char *get_string(struct json_object *o, const char *key)
 		       : NULL;
 }
 
+/* The cgroup path relative to the cgroupfs root, without leading or one
+ * trailing slash, malloc'ed. */
+static char *relative_cgroup(const char *cg)
+{
+	size_t n;
+
+	cg = skip_slashes(cg);
+	n = strlen(cg);
+	if (n && cg[n - 1] == '/')
+		n--;
+	return strndup(cg, n);
+}
+
 /* crun: status says where the cgroup is; config.json has the annotations. */
-static int try_crun(int dirfd, const char *id, const char *path, struct wbg_container_state *ret)
+static int read_crun(int dirfd, const char *id, struct wbg_container_state *ret)
 {
 	char p[PATH_MAX];
 	struct json_object *st, *cfg, *ann;
@@ -66,10 +80,10 @@ static int try_crun(int dirfd, const char *id, const char *path, struct wbg_cont
 	if (!st)
 		return 0;
 	cg = get_string(st, "cgroup-path");
-	if (cg && same_cgroup(cg, path)) {
+	if (cg) {
 		snprintf(p, sizeof(p), "%s/config.json", id);
 		cfg = load_json(dirfd, p);
-		*ret = (struct wbg_container_state){ .runtime = "crun" };
+		*ret = (struct wbg_container_state){ .runtime = "crun", .cgroup = relative_cgroup(cg) };
 		snprintf(ret->id, sizeof(ret->id), "%s", id);
 		bundle = get_string(st, "bundle");
 		snprintf(ret->bundle, sizeof(ret->bundle), "%s", bundle ? bundle : "");
@@ -78,15 +92,16 @@ static int try_crun(int dirfd, const char *id, const char *path, struct wbg_cont
 		else
 			ret->annotations = json_object_new_object();
 		json_object_put(cfg);
-		found = ret->annotations ? 1 : -ENOMEM;
+		found = ret->annotations && ret->cgroup ? 1 : -ENOMEM;
+		if (found < 0)
+			runtime_state_done(ret);
 	}
 	json_object_put(st);
 	return found;
 }
 
 /* runc: the annotations are labels "key=value" (beside "bundle=..."). */
-static int try_runc(int dirfd, const char *id, const char *cgroup_root, const char *path,
-		    struct wbg_container_state *ret)
+static int read_runc(int dirfd, const char *id, const char *cgroup_root, struct wbg_container_state *ret)
 {
 	char p[PATH_MAX];
 	struct json_object *st, *config, *cgroups, *paths, *labels;
@@ -103,11 +118,12 @@ static int try_runc(int dirfd, const char *id, const char *cgroup_root, const ch
 		cg += strlen(cgroup_root);
 	else if (json_object_object_get_ex(st, "config", &config) && json_object_object_get_ex(config, "cgroups", &cgroups))
 		cg = get_string(cgroups, "path");
-	if (cg && same_cgroup(cg, path)) {
-		*ret = (struct wbg_container_state){ .runtime = "runc" };
+	if (cg) {
+		*ret = (struct wbg_container_state){ .runtime = "runc", .cgroup = relative_cgroup(cg) };
 		snprintf(ret->id, sizeof(ret->id), "%s", id);
 		ret->annotations = json_object_new_object();
-		if (!ret->annotations) {
+		if (!ret->annotations || !ret->cgroup) {
+			runtime_state_done(ret);
 			json_object_put(st);
 			return -ENOMEM;
 		}
@@ -131,6 +147,13 @@ static int try_runc(int dirfd, const char *id, const char *cgroup_root, const ch
 	return found;
 }
 
+int runtime_state_read(int dirfd, const char *id, const char *cgroup_root, struct wbg_container_state *ret)
+{
+	int r = read_crun(dirfd, id, ret);
+
+	return r != 0 ? r : read_runc(dirfd, id, cgroup_root, ret);
+}
+
 int runtime_state_find(const char *const *roots, size_t n_roots, const char *cgroup_root, const char *path,
 		       struct wbg_container_state *ret)
 {
@@ -145,14 +168,21 @@ int runtime_state_find(const char *const *roots, size_t n_roots, const char *cgr
 
 			if (de->d_name[0] == '.' || de->d_type != DT_DIR)
 				continue;
-			r = try_crun(dirfd(d), de->d_name, path, ret);
-			if (r == 0)
-				r = try_runc(dirfd(d), de->d_name, cgroup_root, path, ret);
-			if (r != 0)
+			r = runtime_state_read(dirfd(d), de->d_name, cgroup_root, ret);
+			if (r < 0)
 				return r;
+			if (r > 0 && same_cgroup(ret->cgroup, path))
+				return 1;
+			if (r > 0)
+				runtime_state_done(ret);
 		}
 	}
 	return 0;
+}
+
+bool runtime_state_same_cgroup(const char *a, const char *b)
+{
+	return same_cgroup(a, b);
 }
 
 const char *runtime_state_annotation(const struct wbg_container_state *s, const char *key)
@@ -164,4 +194,6 @@ void runtime_state_done(struct wbg_container_state *s)
 {
 	json_object_put(s->annotations);
 	s->annotations = NULL;
+	free(s->cgroup);
+	s->cgroup = NULL;
 }

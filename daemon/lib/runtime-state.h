@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct wbg_container_state {
@@ -15,7 +16,15 @@ struct wbg_container_state {
 	char runtime[8]; /* "crun", "runc" */
 	char bundle[256];
 	struct json_object *annotations; /* an object; owned, put it with runtime_state_done() */
+	char *cgroup; /* relative to the cgroupfs root, no leading or trailing '/'; owned */
 };
+
+/* Reads one container's state, <dirfd>/<id> in a runtime's root: 1 and
+ * *ret when it holds crun's or runc's, 0 when neither (not yet written),
+ * negative on errors. */
+int runtime_state_read(int dirfd, const char *id, const char *cgroup_root, struct wbg_container_state *ret);
+/* Cgroup paths equal up to leading slashes and one trailing slash. */
+bool runtime_state_same_cgroup(const char *a, const char *b);
 
 /* Looks in every root for the container whose cgroup is path (relative to
  * the cgroupfs mounted at cgroup_root, with or without a leading '/').

@@ -71,6 +71,17 @@ void metrics_write(const struct manager *m, FILE *f)
 		     "Keys the running configuration has that this wbguardd does not know (logged, ignored).",
 		     m->cfg.unknown_keys);
 	write_bpf(f, m);
+	{
+		struct runtime_index_stats rs;
+
+		runtime_index_stats(m->runtime_index, &rs);
+		metric_counter(f, "wbguard_runtime_state_lookups_total",
+			       "Lookups of a cgroup in the OCI runtimes' state (cached: a stat per runtime root).",
+			       rs.lookups);
+		metric_counter(f, "wbguard_runtime_state_parses_total",
+			       "Container states parsed (once per container, again only while not yet written).",
+			       rs.parses);
+	}
 	verdicts_metrics(f, &m->verdicts);
 	expiry_metrics(f, &m->expiry);
 	metrics_write_kernel(f, &kernel);

@@ -79,7 +79,7 @@ static int op_lookup(void *userdata, uint64_t cgroup_id, struct wbg_expiry_subje
 	 * first; else its runtime's state on disk. */
 	reg = containers_find(&m->containers, c->path);
 	dirs = config_runtime_dirs(&m->cfg, &n_dirs);
-	found = reg ? 1 : runtime_state_find(dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
+	found = reg ? 1 : runtime_index_find(m->runtime_index, dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
 	if (reg) {
 		snprintf(ret->container_id, sizeof(ret->container_id), "%s", reg->id);
 		snprintf(ret->runtime, sizeof(ret->runtime), "hook");

@@ -245,7 +245,8 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	config_init(&m->cfg);
 	m->reload_ok = true;
 	m->config_path = strdup(config_path);
-	if (!m->config_path || containers_init(&m->containers, WBG_CONTAINERS_MAX) < 0) {
+	if (!m->config_path || containers_init(&m->containers, WBG_CONTAINERS_MAX) < 0 ||
+	    runtime_index_new(&m->runtime_index) < 0) {
 		manager_free(m);
 		return log_oom();
 	}
@@ -525,6 +526,7 @@ struct manager *manager_free(struct manager *m)
 	registry_free(&m->reg);
 	series_stop(&m->series);
 	containers_free(&m->containers);
+	runtime_index_free(m->runtime_index);
 	scratch_close(&m->scratch);
 	wbg_bpf_free(m->bpf);
 	records_close(&m->records);

@@ -15,6 +15,7 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "runtime-index.h"
 #include "config-watch.h"
 #include "containers.h"
 #include "control.h"
@@ -56,6 +57,7 @@ struct manager {
 	struct wbg_lifecycle lifecycle;
 	struct wbg_records records;
 	struct wbg_containers containers;
+	struct runtime_index *runtime_index; /* the runtimes' states by cgroup */
 	struct wbg_series series;
 	struct wbg_expiry expiry;
 	struct wbg_systemd systemd;
