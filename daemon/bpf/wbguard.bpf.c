@@ -248,6 +248,13 @@ struct {
 	__type(value, struct wbg_cgroup_inodes);
 } cgroup_inodes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_INODES_MAX);
+	__type(key, struct wbg_slot_key);
+	__type(value, struct wbg_inode_key);
+} inode_slots SEC(".maps");
+
 #define S_IFMT 00170000
 #define S_IFBLK 0060000
 
@@ -306,8 +313,16 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		c->overflow = 1;
 		return;
 	}
-	if (bpf_map_update_elem(&dirtied_inodes, &key, &one, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&dirtied_inodes, &key, &one, BPF_NOEXIST) == 0) {
+		/* Its slot: the count before this one. Two CPUs adding an inode
+		 * to one cgroup at once may take one slot; the lost inode then
+		 * makes the set read as incomplete (count above the slots),
+		 * which plans a syncfs: safe. (A fetching add needs -mcpu=v3.) */
+		struct wbg_slot_key sk = { .cgroup_id = cgid, .idx = c->count };
+
 		__sync_fetch_and_add(&c->count, 1);
+		bpf_map_update_elem(&inode_slots, &sk, &key, BPF_ANY);
+	}
 }
 
 

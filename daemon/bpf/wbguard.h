@@ -73,6 +73,15 @@ struct wbg_inode_key {
 	__u32 gen;
 };
 
+/* The idx-th inode recorded for a cgroup: user space reads a cgroup's
+ * inodes as slots 0..count-1, O(its inodes), never a scan of the whole
+ * dirtied_inodes map. */
+struct wbg_slot_key {
+	__u64 cgroup_id;
+	__u32 idx;
+	__u32 pad;
+};
+
 /* Per cgroup: how many inodes were recorded, and whether the per-cgroup
  * bound was hit (then the set is incomplete and only syncfs will do). */
 struct wbg_cgroup_inodes {

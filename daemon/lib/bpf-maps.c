@@ -147,30 +147,6 @@ int wbg_bpf_foreach_wbid(const struct wbg_bpf *b, wbg_wbid_cb cb, void *userdata
 }
 
 /* The inode keys of one cgroup, gathered by a map scan. */
-struct collect {
-	__u64 cgroup_id;
-	size_t n, cap;
-	struct wbg_inode_key *v;
-};
-
-static int collect_cb(const void *key, const void *value, void *userdata)
-{
-	struct collect *c = userdata;
-	const struct wbg_inode_key *k = key;
-
-	if (k->cgroup_id != c->cgroup_id)
-		return 0;
-	if (c->n == c->cap) {
-		struct wbg_inode_key *v = realloc(c->v, (c->cap = c->cap ? c->cap * 2 : 16) * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-	}
-	c->v[c->n++] = *k;
-	return 0;
-}
-
 int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_dirtied_dev **ret, size_t *ret_n,
 			bool *ret_overflow, bool *ret_found)
 {
@@ -239,25 +215,34 @@ int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret)
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete, size_t *ret_evicted)
 {
-	struct collect c = { .cgroup_id = cgroup_id };
 	struct wbg_cgroup_inodes ci = { 0 };
+	struct wbg_inode_key *v = NULL;
+	int fd = bpf_map__fd(b->skel->maps.inode_slots);
+	size_t n = 0;
 	bool found;
-	int r;
 
-	r = map_scan(bpf_map__fd(b->skel->maps.dirtied_inodes), sizeof(struct wbg_inode_key), sizeof(__u64),
-		     collect_cb, &c);
-	if (r < 0) {
-		free(c.v);
-		return r;
-	}
+	/* O(the cgroup's inodes): its slots 0..count-1, not a scan of every
+	 * cgroup's records (65,536 lookups, 4.5 ms on the loop) */
 	found = bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id, &ci) == 0;
+	if (found && ci.count) {
+		v = calloc(ci.count, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (__u32 i = 0; i < ci.count; i++) {
+			struct wbg_slot_key sk = { .cgroup_id = cgroup_id, .idx = i };
+
+			if (bpf_map_lookup_elem(fd, &sk, &v[n]) == 0 && v[n].cgroup_id == cgroup_id)
+				n++;
+		}
+	}
 	/* Incomplete when nothing says how many there were (the count's
 	 * entry evicted or never made), when the per-cgroup bound was hit, or
-	 * when the LRU evicted some of what was counted. */
-	*ret_complete = found && !ci.overflow && c.n >= ci.count;
-	*ret_evicted = found && c.n < ci.count ? ci.count - c.n : 0;
-	*ret = c.v;
-	*ret_n = c.n;
+	 * when the LRU evicted some of what was counted (or two CPUs took one
+	 * slot). */
+	*ret_complete = found && !ci.overflow && n >= ci.count;
+	*ret_evicted = found && n < ci.count ? ci.count - n : 0;
+	*ret = v;
+	*ret_n = n;
 	return 0;
 }
 
