@@ -8,7 +8,7 @@ _wbguardctl()
 		cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
 	fi
-	local commands="status list flush handovers metrics reload verify doctor"
+	local commands="status list flush handovers metrics reload ping verify doctor"
 	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file --pod --namespace --container"
 
 	case $prev in

@@ -326,3 +326,31 @@ struct json_object *ctl_daemon_status(const struct ctl_opts *o)
 	}
 	return j;
 }
+
+int ctl_ping(const struct ctl_opts *o, unsigned timeout_sec)
+{
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	_cleanup_free_ char *version = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	uint64_t start = control_now_usec(), deadline = start + (uint64_t)timeout_sec * 1000000;
+	int r;
+
+	/* The liveness probe the DaemonSet runs: the event loop answers on
+	 * the root-only control socket, which no tenant's connections can
+	 * crowd out as they can a TCP port. One deadline for all of it. */
+	r = o->socket ? control_connect(o->socket, deadline, &bus) : sd_bus_open_system(&bus);
+	if (r < 0)
+		return log_error_errno(r, "Cannot reach wbguardd%s%s", o->socket ? " at " : "", o->socket ? o->socket : ""),
+		       EXIT_UNREACHABLE;
+	r = sd_bus_set_method_call_timeout(bus, deadline > control_now_usec() ? deadline - control_now_usec() : 1);
+	if (r >= 0)
+		r = sd_bus_get_property_string(bus, o->socket ? NULL : WBG_BUS_NAME, WBG_BUS_PATH, WBG_BUS_IFACE, "Version",
+					       &error, &version);
+	if (r < 0) {
+		log_error("wbguardd did not answer in %u s: %s", timeout_sec, error.message ? error.message : strerror(-r));
+		sd_bus_error_free(&error);
+		return EXIT_UNREACHABLE;
+	}
+	printf("wbguardd %s answered in %.0f ms\n", version, (double)(control_now_usec() - start) / 1000);
+	return 0;
+}

@@ -26,6 +26,8 @@ int ctl_flush(const struct ctl_opts *o, const char *cgroup, bool wait);
 int ctl_handovers(const struct ctl_opts *o, unsigned limit);
 int ctl_metrics(const struct ctl_opts *o);
 int ctl_reload(const struct ctl_opts *o);
+/* Whether wbguardd's loop answers within timeout_sec: 0, else 3. */
+int ctl_ping(const struct ctl_opts *o, unsigned timeout_sec);
 /* The daemon's status as a JSON object, or NULL if it is not reachable
  * (logged at debug level). */
 struct json_object *ctl_daemon_status(const struct ctl_opts *o);

@@ -45,6 +45,9 @@ static void help(void)
 	       "  metrics           The daemon's Prometheus metrics (text format).\n"
 	       "  reload            Re-read the configuration and wait: fails when wbguardd\n"
 	       "                    refuses the file (the running one stays).\n"
+	       "  ping              Whether wbguardd's event loop answers on the control\n"
+	       "                    socket within --timeout (default 5 s): the DaemonSet's\n"
+	       "                    liveness probe, which no TCP client can crowd out.\n"
 	       "  doctor            What this node has and lacks for wbguard (cgroup v2,\n"
 	       "                    BTF, privileges, opening by handle, wbguardd and its\n"
 	       "                    verdicts, the hook file, registrations, runtimes' state,\n"
@@ -63,7 +66,8 @@ static void help(void)
 	       "     --system            use the system bus (io.wbguard1) instead of the socket\n"
 	       "     --wait              flush: wait for the flush to finish\n"
 	       "     --timeout SEC       flush --wait: give up after SEC (default 30);\n"
-	       "                         verify: give up on seeing a foreign flush (default 20)\n"
+	       "                         verify: give up on seeing a foreign flush (default 20);\n"
+	       "                         ping: wait for an answer (default 5)\n"
 	       "     --limit N           handovers: only the last N\n"
 	       "     --pod NAME          list, flush: registered containers of that pod\n"
 	       "     --namespace NS      list, flush: ... in that namespace\n"
@@ -347,6 +351,8 @@ int main(int argc, char **argv)
 		return ctl_metrics(&co);
 	if (strcmp(cmd, "reload") == 0)
 		return ctl_reload(&co);
+	if (strcmp(cmd, "ping") == 0)
+		return ctl_ping(&co, timeout >= 1 ? (unsigned)timeout : 5);
 	if (strcmp(cmd, "doctor") == 0)
 		return doctor(&co, root, hooks_file);
 	log_error("Unknown command '%s'; see --help", cmd);

@@ -68,8 +68,11 @@ scenario() {
 	grep -q '^Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
 	quick_stop && return
 	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name.prom
-	# the probes' endpoints, where the manifest points them
-	[ "$(curl -sf http://127.0.0.1:9573/livez)" = ok ] && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
+	# the probes as the kubelet runs them: liveness the manifest's exec
+	# command in the pod (the guest's userland has wbguardctl in the build
+	# instead), readiness /readyz where the manifest points it
+	crun exec wbguard-$name sh -c "p=/usr/local/bin/wbguardctl; [ -x \$p ] || p=$WBG_BUILD/daemon/wbguardctl; exec \$p ping --timeout 4" \
+		>>/wbg-out/notes.txt 2>&1 && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
 		res="$res probes=ok" || res="$res probes=FAIL"
 	# without CAP_DAC_READ_SEARCH, opening by handle is refused: said
 	res="$res handles=$(awk '$1 == "wbguard_flush_inode_handles_available" {print $2}' /wbg-out/pod-$name.prom)"
@@ -197,15 +200,15 @@ echo "# without the hostPath /run/wbguard: broken: ${broken:-nothing}"
 check "the hostPath /run/wbguard is needed (the hook cannot reach the daemon without it)" sh -c "echo '$broken' | grep -q hook"
 # Its metrics on the node's loopback only (hostNetwork: 0.0.0.0 would serve
 # every pod), behind the proxy; the probes where the server is.
-check "the ConfigMap serves metrics on 127.0.0.1 only, and the probes point there (/livez, /readyz)" python3 -c "
+check "the ConfigMap serves metrics on 127.0.0.1 only; readiness there, liveness on the control socket" python3 -c "
 import yaml
 docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
 cm = next(d for d in docs if d['kind'] == 'ConfigMap')['data']['wbguard.conf']
 assert [l.strip() for l in cm.splitlines() if l.strip().startswith('listen')] == ['listen = 127.0.0.1:9573']
 pod = next(d for d in docs if d['kind'] == 'DaemonSet')['spec']['template']['spec']
 w = next(c for c in pod['containers'] if c['name'] == 'wbguardd')
-assert (w['livenessProbe']['httpGet']['path'], w['readinessProbe']['httpGet']['path']) == ('/livez', '/readyz')
-assert w['livenessProbe']['httpGet']['host'] == '127.0.0.1'
+assert w['livenessProbe']['exec']['command'][1:2] == ['ping'] and w['readinessProbe']['httpGet']['path'] == '/readyz'
+assert w['readinessProbe']['httpGet']['host'] == '127.0.0.1'
 p = next(c for c in pod['containers'] if c['name'] == 'kube-rbac-proxy')
 assert '--upstream=http://127.0.0.1:9573/' in p['args']
 "

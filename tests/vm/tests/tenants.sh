@@ -183,4 +183,30 @@ curl -sf -m 5 --interface 127.0.0.1 http://127.0.0.1:9573/metrics -o /dev/null
 check "a scrape gets through while another address holds 40 connections open" test $? = 0
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
+# 16 addresses x 4 take every one of the endpoint's 64 connections: the
+# liveness probe the DaemonSet runs (wbguardctl ping, on the root-only
+# control socket) still answers.
+python3 -c '
+import socket, time
+conns = []
+for a in range(3, 19):
+    for i in range(4):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % a, 0))
+        try:
+            s.connect(("127.0.0.1", 9573))
+            conns.append(s)
+        except OSError:
+            pass
+time.sleep(10)' &
+holder=$!
+sleep 2
+curl -sf -m 3 --interface 127.0.0.19 http://127.0.0.1:9573/livez -o /dev/null
+echo "# /livez over HTTP with every connection taken: curl exit $?"
+"$WBG_BUILD/daemon/wbguardctl" ping --timeout 3 >/tmp/ping.txt 2>&1
+check "wbguardctl ping answers while every HTTP connection is held ($(cat /tmp/ping.txt))" test $? = 0
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
 daemon_stop
+"$WBG_BUILD/daemon/wbguardctl" ping --timeout 2 >/dev/null 2>&1
+check "wbguardctl ping without wbguardd: exit 3" test $? = 3
