@@ -86,6 +86,9 @@ void metrics_write(const struct manager *m, FILE *f)
 	expiry_metrics(f, &m->expiry);
 	metrics_write_kernel(f, &kernel);
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
+	metric_counter(f, "wbguard_http_deadline_closes_total",
+		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",
+		       m->http.deadline_closes);
 	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <microhttpd.h>
 
 #include "conf.h"
@@ -66,6 +67,82 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void rearm(struct wbg_metrics_http *m);
 
+struct wbg_http_conn {
+	struct wbg_http_conn *next, *prev;
+	int fd;
+	uint64_t since; /* CLOCK_MONOTONIC: connected, or last answered */
+};
+
+static uint64_t now_usec(const struct wbg_metrics_http *m)
+{
+	uint64_t t = 0;
+
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static void conn_unlink(struct wbg_metrics_http *m, struct wbg_http_conn *k)
+{
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		m->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	else
+		m->conns_tail = k->prev;
+	k->next = k->prev = NULL;
+}
+
+/* At the tail: deadlines are then in order from the head. */
+static void conn_append(struct wbg_metrics_http *m, struct wbg_http_conn *k, uint64_t now)
+{
+	k->since = now;
+	k->prev = m->conns_tail;
+	if (m->conns_tail)
+		m->conns_tail->next = k;
+	else
+		m->conns = k;
+	m->conns_tail = k;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct wbg_metrics_http *m = cls;
+	struct wbg_http_conn *k = *socket_context;
+	const union MHD_ConnectionInfo *info;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = calloc(1, sizeof(*k));
+		if (!k || !info) {
+			free(k);
+			return; /* then it has only the idle timeout */
+		}
+		k->fd = info->connect_fd;
+		conn_append(m, k, now_usec(m));
+		*socket_context = k;
+	} else if (k) {
+		conn_unlink(m, k);
+		free(k);
+		*socket_context = NULL;
+	}
+}
+
+/* An answer sent: the next request's deadline starts now. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct wbg_metrics_http *m = cls;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct wbg_http_conn *k = info ? info->socket_context : NULL;
+
+	if (!k)
+		return;
+	conn_unlink(m, k);
+	conn_append(m, k, now_usec(m));
+}
+
 static int on_mhd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct wbg_metrics_http *m = userdata;
@@ -80,16 +157,40 @@ static int on_mhd_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return on_mhd(s, -1, 0, userdata);
 }
 
+/* Connections past their deadline are shut down; libmicrohttpd then reads
+ * their end and closes them. */
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct wbg_metrics_http *m = userdata;
+	uint64_t now = now_usec(m);
+
+	m->deadline_source = sd_event_source_disable_unref(m->deadline_source);
+	for (struct wbg_http_conn *k = m->conns; k && now - k->since >= WBG_HTTP_DEADLINE_USEC; k = k->next)
+		if (k->fd >= 0 && shutdown(k->fd, SHUT_RDWR) == 0) {
+			m->deadline_closes++;
+			k->fd = -1; /* once */
+		}
+	return on_mhd(s, -1, 0, userdata);
+}
+
 /* A timer only while a connection has one pending: idle means no wakeups. */
 static void rearm(struct wbg_metrics_http *m)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
+	struct wbg_http_conn *k = m->conns;
 
 	m->timer_source = sd_event_source_disable_unref(m->timer_source);
 	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES &&
 	    sd_event_add_time_relative(m->event, &m->timer_source, CLOCK_MONOTONIC, ms * 1000, 0, on_mhd_timer,
 				       m) < 0)
 		log_warning("Cannot arm the metrics server's timer: idle connections close at the next request");
+	while (k && k->fd < 0) /* already shut down */
+		k = k->next;
+	if (!k || m->deadline_source)
+		return;
+	if (sd_event_add_time(m->event, &m->deadline_source, CLOCK_MONOTONIC, k->since + WBG_HTTP_DEADLINE_USEC, 0,
+			      on_deadline, m) < 0)
+		log_warning("Cannot arm the metrics server's request deadline: only the idle timeout applies");
 }
 
 int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,
@@ -110,6 +211,8 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_MAX,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
 				  MHD_OPTION_END);
 	if (!m->mhd)
 		return log_error_errno(EADDRINUSE, "Cannot serve metrics on %s", listen);
@@ -125,6 +228,7 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 
 void metrics_http_stop(struct wbg_metrics_http *m)
 {
+	m->deadline_source = sd_event_source_disable_unref(m->deadline_source);
 	m->timer_source = sd_event_source_disable_unref(m->timer_source);
 	m->io_source = sd_event_source_disable_unref(m->io_source);
 	if (m->mhd)

@@ -11,16 +11,26 @@
 
 struct MHD_Daemon;
 
+struct wbg_http_conn;
+
 struct wbg_metrics_http {
 	sd_event *event;
 	struct MHD_Daemon *mhd;
-	sd_event_source *io_source, *timer_source;
+	sd_event_source *io_source, *timer_source, *deadline_source;
 	uint64_t scrapes;
+	/* Open connections, oldest deadline first (a list: at most 64): a
+	 * request must be read and answered within WBG_HTTP_DEADLINE_USEC of
+	 * the connection or of its last answer, whatever trickles in (the
+	 * idle timeout alone is reset by every byte). */
+	struct wbg_http_conn *conns, *conns_tail;
+	uint64_t deadline_closes;
 	/* the exposition, and whether the daemon is up (/readyz) */
 	void (*write)(FILE *f, void *userdata);
 	bool (*ready)(void *userdata);
 	void *userdata;
 };
+
+#define WBG_HTTP_DEADLINE_USEC (10ULL * 1000 * 1000)
 
 /* listen: "host:port", or "" for none. */
 int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,

@@ -183,6 +183,30 @@ curl -sf -m 5 --interface 127.0.0.1 http://127.0.0.1:9573/metrics -o /dev/null
 check "a scrape gets through while another address holds 40 connections open" test $? = 0
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
+# A client that sends a byte every 2 s resets the idle timeout each time:
+# the request deadline (10 s) closes it anyway.
+held=$(python3 -c '
+import socket, time
+s = socket.create_connection(("127.0.0.1", 9573))
+s.settimeout(1)
+t0 = time.time()
+msg = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+i = 0
+while time.time() - t0 < 30:
+    try:
+        s.send(msg[i % len(msg):i % len(msg) + 1])
+        if s.recv(1) == b"":
+            break
+    except socket.timeout:
+        pass
+    except OSError:
+        break
+    i += 1
+    time.sleep(1)
+print("%.0f" % (time.time() - t0))')
+scrape_metrics
+check "a client trickling a byte every 2 s is closed by the request deadline ($held s), counted" \
+	sh -c "[ '${held:-30}' -lt 20 ] && [ '$(metric wbguard_http_deadline_closes_total)' -ge 1 ]"
 # 16 addresses x 4 take every one of the endpoint's 64 connections: the
 # liveness probe the DaemonSet runs (wbguardctl ping, on the root-only
 # control socket) still answers.
