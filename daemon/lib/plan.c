@@ -130,14 +130,32 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		if (r < 0)
 			return r;
 	}
-	/* It dirtied more devices than its set holds: the rest may be any
-	 * filesystem. */
-	if (overflow) {
+	/* It dirtied more devices than its set holds (a tenant writing to many
+	 * filesystems): a complete inode set still names every filesystem it
+	 * wrote; only without one may the rest be any filesystem. */
+	if (overflow && cfg->inode_flush != WBG_INODE_FLUSH_ON) {
+		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete, &evicted);
+		if (r < 0)
+			return r;
+	}
+	if (overflow && complete) {
+		for (size_t j = 0; j < n_inodes; j++) {
+			dev_t dev = makedev(WBG_KDEV_MAJOR(inodes[j].dev), WBG_KDEV_MINOR(inodes[j].dev));
+			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
+			struct wbg_plan_target *t;
+
+			if (!m || !fstype_has_writeback(m->fstype))
+				continue;
+			r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
+			if (r < 0)
+				return r;
+		}
+	} else if (overflow) {
 		r = handover_plan_mounts(cfg, mounts, p);
 		if (r < 0)
 			return r;
 	}
-	p->source = overflow ? "bpf+mounts" : "bpf";
+	p->source = !overflow ? "bpf" : complete ? "bpf+inodes" : "bpf+mounts";
 	return 0;
 }
 

@@ -10,8 +10,11 @@
 # 4. more cgroups with dirtied-device sets than the BPF LRU holds (64 here): a
 #    handover whose set was evicted flushes every filesystem instead of
 #    leaving its data dirty, and the evictions are counted;
-# 6. the metrics endpoint: /livez, /readyz, and a per-address connection
-#    limit that keeps one client from shutting out the scraper.
+# 5. a cgroup writing to more filesystems than its dirtied-device set holds:
+#    only those it wrote are flushed, named by its inode set;
+# 6. the metrics endpoint: /livez, /readyz, a per-address connection limit
+#    that keeps one client from shutting out the scraper, a request deadline,
+#    and the liveness probe on the control socket.
 . "$WBG_TOP/tests/vm/lib.sh"
 # What a tenant can make a flush do: [flush] mode = eager, so that every
 # removal flushes (evidence.sh covers on-evidence).
@@ -157,6 +160,29 @@ for i in $(seq $n_ev); do echo 1 >/sys/fs/cgroup/wbgtest/e$i/cgroup.kill; done
 sleep 1
 for i in $(seq $n_ev); do rmdir /sys/fs/cgroup/wbgtest/e$i; done
 echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
+
+# 5. A tenant writing to more filesystems than its dirtied-device set holds
+# (4): its complete inode set names them, and only those are flushed, not
+# every filesystem on the node (a sixth it never wrote, and /mnt/ext4).
+for i in 1 2 3 4 5 6; do
+	truncate -s 64M /mnt/ext4/img$i
+	mkfs.ext4 -q -F /mnt/ext4/img$i
+	mkdir -p /mnt/l$i
+	mount -o loop /mnt/ext4/img$i /mnt/l$i
+done
+sync
+daemon_start "$WBG_BUILD"
+mkdir /sys/fs/cgroup/wbgtest/many
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/many/cgroup.procs; for i in 1 2 3 4 5; do dd if=/dev/zero of=/mnt/l$i/f bs=64k count=4 status=none; done'
+rmdir /sys/fs/cgroup/wbgtest/many
+r=$(wait_rec wbgtest/many)
+echo "# $(echo "$r" | jq -c '{outcome, plan, targets: [.target_list[]?.dev]}')"
+want=$(for i in 1 2 3 4 5; do mountpoint -d /mnt/l$i; done | sort | tr '\n' ' ')
+got=$(echo "$r" | jq -r '.target_list[]?.dev' | sort | tr '\n' ' ')
+check "five filesystems written (more than its set holds): plan bpf+inodes, exactly those five flushed" \
+	sh -c "[ '$(echo "$r" | jq -r '"\(.outcome) \(.plan)"')' = 'flushed bpf+inodes' ] && [ '$got' = '$want' ]"
+daemon_stop
+for i in 1 2 3 4 5 6; do umount /mnt/l$i; rm -f /mnt/ext4/img$i; done
 
 # 6. The metrics endpoint: a client holding connections open cannot shut
 # out the scraper and the probes (a per-address limit), and /livez and
