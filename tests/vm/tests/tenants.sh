@@ -196,19 +196,26 @@ printf '[metrics]\nlisten = 0.0.0.0:9573\n' >/tmp/http.conf
 daemon_start "$WBG_BUILD" --config /tmp/http.conf
 check "/readyz: ready" test "$(curl -sf http://127.0.0.1:9573/readyz)" = ok
 check "/livez: alive" test "$(curl -sf http://127.0.0.1:9573/livez)" = ok
-python3 -c '
-import socket, time
+# hold_conns FIRST LAST PER SECONDS: PER connections to the endpoint from
+# each of 127.0.0.FIRST..LAST, held SECONDS, in the background ($holder).
+hold_conns() {
+	python3 -c '
+import socket, sys, time
+first, last, per, secs = (int(a) for a in sys.argv[1:])
 conns = []
-for i in range(40):
-    s = socket.socket()
-    s.bind(("127.0.0.2", 0))
-    try:
-        s.connect(("127.0.0.1", 9573))
-        conns.append(s)
-    except OSError:
-        pass
-time.sleep(8)' &
-holder=$!
+for a in range(first, last + 1):
+    for i in range(per):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % a, 0))
+        try:
+            s.connect(("127.0.0.1", 9573))
+            conns.append(s)
+        except OSError:
+            pass
+time.sleep(secs)' "$@" &
+	holder=$!
+}
+hold_conns 2 2 40 8
 sleep 2
 curl -sf -m 5 --interface 127.0.0.1 http://127.0.0.1:9573/metrics -o /dev/null
 check "a scrape gets through while another address holds 40 connections open" test $? = 0
@@ -241,20 +248,7 @@ check "a client trickling a byte every 2 s is closed by the request deadline ($h
 # 16 addresses x 4 take every one of the endpoint's 64 connections: the
 # liveness probe the DaemonSet runs (wbguardctl ping, on the root-only
 # control socket) still answers.
-python3 -c '
-import socket, time
-conns = []
-for a in range(3, 19):
-    for i in range(4):
-        s = socket.socket()
-        s.bind(("127.0.0.%d" % a, 0))
-        try:
-            s.connect(("127.0.0.1", 9573))
-            conns.append(s)
-        except OSError:
-            pass
-time.sleep(10)' &
-holder=$!
+hold_conns 3 18 4 10
 sleep 2
 curl -sf -m 3 --interface 127.0.0.19 http://127.0.0.1:9573/livez -o /dev/null
 echo "# /livez over HTTP with every connection taken: curl exit $?"
