@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "conf.h"
@@ -51,12 +52,25 @@ const char *wbg_expiry_mech_to_string(enum wbg_expiry_mech m)
 	return m == WBG_EXPIRY_GLOBAL ? "global" : "per-pod";
 }
 
+/* Below a user's manager (user@UID.service/...), units are the user's own
+ * to name: "foo.service" there is not the system's foo.service. */
+static bool in_user_manager(const char *path)
+{
+	const char *at = strstr(path, "/user@");
+
+	return at && strstr(at, ".service/") != NULL;
+}
+
 static const struct wbg_policy_rule *match_rule(const struct wbg_config *c, const char *path, const char *unit)
 {
+	/* a unit name matches only for the system manager's units; a user's
+	 * match by their path glob */
+	bool by_unit = unit && *unit && !in_user_manager(path);
+
 	for (unsigned i = 0; i < c->n_policies; i++) {
 		const struct wbg_policy_rule *r = &c->policies[i];
 
-		if (fnmatch(r->match, path, 0) == 0 || (unit && *unit && fnmatch(r->match, unit, 0) == 0))
+		if (fnmatch(r->match, path, 0) == 0 || (by_unit && fnmatch(r->match, unit, 0) == 0))
 			return r;
 	}
 	return NULL;

@@ -48,6 +48,9 @@ int main(void)
 	CHECK(policy_resolve(&c, "system.slice/batch-1.service", "batch-1.service", NULL, &p, err, sizeof(err)) == 1 &&
 		      p.expire_cs == 200 && p.mech == WBG_EXPIRY_GLOBAL,
 	      "glob over the unit name, with its mechanism");
+	CHECK(policy_resolve(&c, "user.slice/user-1000.slice/user@1000.service/app.slice/batch-1.service",
+			     "batch-1.service", NULL, &p, err, sizeof(err)) == 0,
+	      "a user's unit named after a system unit does not get that unit's policy");
 	/* A tenant's annotation: honoured only where the admin's policy opts
 	 * in, and never outside [expiry] min..max. */
 	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "2s", &p, err,
