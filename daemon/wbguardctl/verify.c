@@ -155,9 +155,15 @@ out:
  * on one; 0: it is not (said); < 0: it cannot be looked at. */
 static int disk_backed(const char *dir, bool given)
 {
-	char fstype[32];
-	int r = mountinfo_dir_fstype("/proc/self/mountinfo", dir, fstype, sizeof(fstype));
+	char fstype[32], mi[64];
+	int r = mountinfo_dir_fstype("/proc/self/mountinfo", dir, fstype, sizeof(fstype)), pid;
 
+	/* A path into another mount namespace, as the DaemonSet's pod gives
+	 * (/proc/1/root/var/tmp): that namespace's mount table says. */
+	if (r >= 0 && !*fstype && sscanf(dir, "/proc/%d/root/", &pid) == 1) {
+		snprintf(mi, sizeof(mi), "/proc/%d/mountinfo", pid);
+		r = mountinfo_dir_fstype(mi, dir, fstype, sizeof(fstype));
+	}
 	if (r < 0)
 		return given ? log_error_errno(r, "--dir %s", dir) : r;
 	if (*fstype && fstype_has_writeback(fstype) && strcmp(fstype, "overlay") != 0)

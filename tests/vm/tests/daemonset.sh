@@ -21,6 +21,7 @@ assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRol
 " "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/prometheusrule.yaml"
 # The image's binaries where the Containerfile puts them.
 install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
+install -m 755 "$WBG_BUILD/daemon/wbguardctl" /usr/local/bin/wbguardctl # the liveness probe's
 mkdir -p /etc/wbguard
 caps=$(python3 -c "import yaml; d=[x for x in yaml.safe_load_all(open('$manifest')) if x and x['kind']=='DaemonSet'][0]; print(' '.join([c for c in d['spec']['template']['spec']['containers'] if c['name'] == 'wbguardd'][0]['securityContext']['capabilities']['add']))")
 echo "# manifest capabilities: $caps"

@@ -79,7 +79,7 @@ daemon_start "$B" --config /tmp/max.conf
 for n in m1 m2 m3; do dirty $n 4; done
 rmdir $cg/m1 $cg/m2
 i=0; while scrape_metrics && [ "$(metric wbguard_dying_watched)" != 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-check "watch_max: two removals watched, the table full" test "$(metric wbguard_dying_watched)" = 2
+check "watch_max: two removals watched, the table full ($(metric wbguard_dying_watched))" test "$(metric wbguard_dying_watched)" = 2
 rmdir $cg/m3
 wait_record m3 20
 echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
@@ -89,6 +89,7 @@ scrape_metrics
 check "watch_max: counted" test "$(metric wbguard_dying_watch_full_total)" = 1
 check "watch_max: logged" grep -q 'dying cgroups watched (\[flush\] watch_max)' /wbg-out/wbguardd.log
 daemon_stop
+cp /wbg-out/wbguardd.log /wbg-out/wbguardd-watch-max.log
 
 # 4. SIGKILL while a dying wb is watched: nothing of it stays dirty. The
 # restart finds it in wb_stats and flushes it (recovered). With
