@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -35,20 +36,30 @@ static int own_cgroup(char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* systemd marks cgroups it delegated with the trusted.delegate xattr; we
- * may then create children, but (no internal processes) must first move
- * ourselves into a leaf. */
+/* systemd marks cgroups it delegated with the user.delegate xattr (252+)
+ * and trusted.delegate, which only CAP_SYS_ADMIN may read: the unit runs
+ * without it, so user.delegate is asked first. We may then create
+ * children, but (no internal processes) must first move ourselves into a
+ * leaf. */
+static bool delegated(const char *path)
+{
+	char v[8] = "";
+
+	return (getxattr(path, "user.delegate", v, sizeof(v) - 1) > 0 && v[0] == '1') ||
+	       (getxattr(path, "trusted.delegate", v, sizeof(v) - 1) > 0 && v[0] == '1');
+}
+
 static int pick_delegated(const char *root, char **ret)
 {
 	_cleanup_free_ char *own = NULL;
-	char p[PATH_MAX], v[8] = "";
+	char p[PATH_MAX];
 	int r;
 
 	r = own_cgroup(&own);
 	if (r < 0 || !*own)
 		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/%s", root, own);
-	if (getxattr(p, "trusted.delegate", v, sizeof(v) - 1) <= 0 || v[0] != '1')
+	if (!delegated(p))
 		return -ENOENT;
 	snprintf(p, sizeof(p), "%s/%s/wbguardd", root, own);
 	if (mkdir(p, 0755) < 0 && errno != EEXIST)
