@@ -36,13 +36,13 @@ enum wbg_conf_type {
 struct wbg_conf_key {
 	const char *section;
 	const char *key; /* "passes_FSTYPE": a family of keys */
-	enum wbg_conf_type type;
 	size_t offset;   /* into struct wbg_config */
 	size_t size;     /* of a char[] field */
 	double min, max; /* numbers and durations, in the bare unit */
 	const char *const *words; /* WBG_CONF_WORD, NULL-terminated */
-	unsigned flags;
 	const char *doc; /* one sentence for the reference */
+	enum wbg_conf_type type;
+	unsigned flags;
 };
 
 /* The table, ELEMENTSOF-sized through ret_n. */
