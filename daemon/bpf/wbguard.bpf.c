@@ -21,6 +21,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Inodes recorded per cgroup before its set counts as overflowed. */
 const volatile __u32 max_inodes_per_cgroup = 4096;
+/* A tenant's share of the inode records (0: none): one tenant's many
+ * cheap cgroups cannot evict the others' records. */
+const volatile __u32 max_inodes_per_tenant = WBG_INODES_MAX / 4;
 
 /* The value for key, inserted as init first if absent. Two CPUs may insert
  * at once: NOEXIST keeps the first, and both then use that one. */
@@ -241,8 +244,12 @@ struct {
 	__type(value, __u64);
 } dirtied_inodes SEC(".maps");
 
+/* A hash, not an LRU: each entry's count is part of its tenant's, so an
+ * entry must only go where its count is given back (user space's forget,
+ * or the cgroup's release below). Full: new cgroups' sets are incomplete
+ * (counted). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, WBG_CGROUPS_MAX);
 	__type(key, __u64);
 	__type(value, struct wbg_cgroup_inodes);
@@ -254,6 +261,24 @@ struct {
 	__type(key, struct wbg_slot_key);
 	__type(value, struct wbg_inode_key);
 } inode_slots SEC(".maps");
+
+/* cgroup id -> its tenant's (the tenant root's cgroup id), set by user
+ * space as it tracks cgroups; a cgroup it does not track counts as 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WBG_TENANT_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} cgroup_tenant SEC(".maps");
+
+/* Inode records held per tenant. An LRU: losing a count lets that tenant
+ * start again from 0 (its share applies anew), never blocks it for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WBG_TENANTS_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} tenant_inodes SEC(".maps");
 
 #define S_IFMT 00170000
 #define S_IFBLK 0060000
@@ -298,18 +323,39 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		.dev = dev,
 		.gen = BPF_CORE_READ(inode, i_generation),
 	};
-	struct wbg_cgroup_inodes *c, zero = {};
-	__u64 one = 1, *folios;
+	struct wbg_cgroup_inodes *c;
+	__u64 one = 1, zero = 0, *folios, *held;
 
 	folios = bpf_map_lookup_elem(&dirtied_inodes, &key);
 	if (folios) {
 		__sync_fetch_and_add(folios, 1);
 		return;
 	}
-	c = lookup_or_init(&cgroup_inodes, &cgid, &zero);
-	if (!c)
-		return;
+	c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
+	if (!c) {
+		struct wbg_cgroup_inodes init = {};
+		__u64 *t = bpf_map_lookup_elem(&cgroup_tenant, &cgid);
+
+		init.tenant = t ? *t : 0;
+		bpf_map_update_elem(&cgroup_inodes, &cgid, &init, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
+		if (!c) {
+			total_add(WBG_T_INODES_CGROUPS_FULL, 1);
+			return;
+		}
+	}
 	if (c->count >= max_inodes_per_cgroup) {
+		c->overflow = 1;
+		return;
+	}
+	held = lookup_or_init(&tenant_inodes, &c->tenant, &zero);
+	if (!held)
+		return;
+	if (max_inodes_per_tenant && *held >= max_inodes_per_tenant) {
+		/* its own set is incomplete (a syncfs for its handover); the
+		 * other tenants' records stay */
+		if (!c->overflow)
+			total_add(WBG_T_INODES_TENANT_FULL, 1);
 		c->overflow = 1;
 		return;
 	}
@@ -321,10 +367,26 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		struct wbg_slot_key sk = { .cgroup_id = cgid, .idx = c->count };
 
 		__sync_fetch_and_add(&c->count, 1);
+		__sync_fetch_and_add(held, 1);
 		bpf_map_update_elem(&inode_slots, &sk, &key, BPF_ANY);
 	}
 }
 
+/* A released cgroup's inode count goes, and its tenant gets its share back
+ * (user space forgets the ones it handed over earlier, the same way). */
+static __always_inline void release_inodes(__u64 cgid)
+{
+	struct wbg_cgroup_inodes *c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
+	__u64 *held;
+
+	bpf_map_delete_elem(&cgroup_tenant, &cgid);
+	if (!c)
+		return;
+	held = bpf_map_lookup_elem(&tenant_inodes, &c->tenant);
+	if (held)
+		__sync_fetch_and_add(held, -(__s64)(*held < c->count ? *held : c->count));
+	bpf_map_delete_elem(&cgroup_inodes, &cgid);
+}
 
 /* How many pods have a per-pod expiry (set by user space): with none, the
  * per-folio program skips the lookup below. */
@@ -612,5 +674,6 @@ int BPF_PROG(life_rmdir, struct cgroup *cgrp, const char *path)
 SEC("tp_btf/cgroup_release")
 int BPF_PROG(life_release, struct cgroup *cgrp, const char *path)
 {
+	release_inodes(BPF_CORE_READ(cgrp, kn, id));
 	return life_event(cgrp, path, WBG_LIFE_RELEASE);
 }

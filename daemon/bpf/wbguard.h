@@ -11,7 +11,9 @@
 #define WBG_DIRTIED_CGROUPS_MAX 32768 /* cgroups with a dirtied-device set: 3x issue 7's 10,000 ([bpf] dirtied_cgroups) */
 #define WBG_DEVS_PER_CGROUP 4  /* devices per set; more sets its overflow flag */
 #define WBG_INODES_MAX 65536   /* (cgroup, inode) pairs */
-#define WBG_CGROUPS_MAX 16384  /* cgroups with an inode count */
+#define WBG_CGROUPS_MAX 32768  /* cgroups with an inode count (a hash: deleted at release) */
+#define WBG_TENANT_CGROUPS_MAX 65536 /* cgroup -> tenant, set by user space for tracked cgroups */
+#define WBG_TENANTS_MAX 8192   /* tenants with an inode-record count (LRU) */
 #define WBG_STATS_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup path series */
 
 /* What the target memcg of a foreign flush was when the kernel looked its wb
@@ -83,10 +85,13 @@ struct wbg_slot_key {
 };
 
 /* Per cgroup: how many inodes were recorded, and whether the per-cgroup
- * bound was hit (then the set is incomplete and only syncfs will do). */
+ * bound or its tenant's share was hit (then the set is incomplete and only
+ * syncfs will do); the tenant whose share the records count against (the
+ * tenant root's cgroup id, 0 for a cgroup user space does not track). */
 struct wbg_cgroup_inodes {
 	__u32 count;
 	__u32 overflow;
+	__u64 tenant;
 };
 
 /* Exact node-wide counters (a per-CPU array, summed by the reader). The
@@ -112,6 +117,8 @@ enum wbg_total {
 	WBG_T_DEVSET_INSERTS,         /* cgroup_devs entries created (user space counts its deletes) */
 	WBG_T_STALL_EVENTS,           /* WBG_LIFE_STALL events sent */
 	WBG_T_STALL_REPEATS,          /* -ENOENT for a cgroup already reported, only counted */
+	WBG_T_INODES_TENANT_FULL,     /* inode records refused: the tenant's share was full */
+	WBG_T_INODES_CGROUPS_FULL,    /* ... the per-cgroup count table was full */
 	_WBG_TOTAL_MAX,
 };
 

@@ -22,5 +22,6 @@ struct wbg_bpf {
 	wbg_rmdir_cb rmdir_cb;
 	void *rmdir_userdata;
 	uint64_t devset_deletes; /* cgroup_devs entries we deleted (the BPF side counts inserts) */
+	uint64_t tenant_map_full; /* cgroups whose tenant the full cgroup_tenant map had no room for */
 };
 

@@ -252,10 +252,48 @@ int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wb
  * first evicted). */
 int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id)
 {
+	int ci_fd = bpf_map__fd(b->skel->maps.cgroup_inodes), t_fd = bpf_map__fd(b->skel->maps.tenant_inodes);
+	struct wbg_cgroup_inodes ci;
+	__u64 held;
+
 	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_devs), &cgroup_id) == 0)
 		b->devset_deletes++;
-	(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_inodes), &cgroup_id);
+	/* Its records no longer count against its tenant. Only the one who
+	 * deletes the entry gives the count back (the release program does
+	 * the same), so it is given back once. A writer of the same tenant
+	 * adding at this instant may lose one count here: the share is a
+	 * bound, not a ledger. */
+	if (bpf_map_lookup_elem(ci_fd, &cgroup_id, &ci) == 0 && bpf_map_delete_elem(ci_fd, &cgroup_id) == 0 &&
+	    bpf_map_lookup_elem(t_fd, &ci.tenant, &held) == 0) {
+		held = held > ci.count ? held - ci.count : 0;
+		(void)bpf_map_update_elem(t_fd, &ci.tenant, &held, BPF_EXIST);
+	}
 	return 0;
+}
+
+int wbg_bpf_tenant_set(struct wbg_bpf *b, uint64_t cgroup_id, uint64_t tenant_id)
+{
+	if (!b || !(b->groups & WBG_BPF_DIRTIED))
+		return 0;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.cgroup_tenant), &cgroup_id, &tenant_id, BPF_ANY) < 0) {
+		int r = -errno;
+
+		if (r == -E2BIG)
+			b->tenant_map_full++;
+		return r;
+	}
+	return 0;
+}
+
+uint64_t wbg_bpf_tenant_map_full(const struct wbg_bpf *b)
+{
+	return b ? b->tenant_map_full : 0;
+}
+
+void wbg_bpf_tenant_forget(struct wbg_bpf *b, uint64_t cgroup_id)
+{
+	if (b && (b->groups & WBG_BPF_DIRTIED))
+		(void)bpf_map_delete_elem(bpf_map__fd(b->skel->maps.cgroup_tenant), &cgroup_id);
 }
 
 struct stats_walk {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -171,7 +172,7 @@ static void attach_each(struct wbg_bpf *b)
 }
 
 /* One attempt with the given program groups. */
-static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret)
+static int try_open(unsigned groups, const struct wbg_bpf_limits *lim, struct wbg_bpf **ret)
 {
 	_cleanup_(wbg_bpf_freep) struct wbg_bpf *b = NULL;
 	struct btf *vmlinux;
@@ -212,9 +213,12 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned di
 		}
 	}
 	btf__free(vmlinux);
-	b->skel->rodata->max_inodes_per_cgroup = max_inodes_per_cgroup;
-	if (dirtied_cgroups) {
-		r = bpf_map__set_max_entries(b->skel->maps.cgroup_devs, dirtied_cgroups);
+	if (lim->max_inodes_per_cgroup)
+		b->skel->rodata->max_inodes_per_cgroup = lim->max_inodes_per_cgroup;
+	if (lim->max_inodes_per_tenant)
+		b->skel->rodata->max_inodes_per_tenant = lim->max_inodes_per_tenant == UINT_MAX ? 0 : lim->max_inodes_per_tenant;
+	if (lim->dirtied_cgroups) {
+		r = bpf_map__set_max_entries(b->skel->maps.cgroup_devs, lim->dirtied_cgroups);
 		if (r < 0)
 			return r;
 	}
@@ -227,13 +231,14 @@ static int try_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned di
 	return 0;
 }
 
-int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret)
+int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wbg_bpf **ret)
 {
+	const struct wbg_bpf_limits none = { 0 }, *lim = limits ? limits : &none;
 	unsigned ok = 0;
 	int r;
 
 	libbpf_set_print(libbpf_print);
-	r = try_open(groups, max_inodes_per_cgroup, dirtied_cgroups, ret);
+	r = try_open(groups, lim, ret);
 	if (r >= 0)
 		return 0;
 	/* One program the kernel refuses must not cost the others: find the
@@ -243,7 +248,7 @@ int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirti
 
 		if (!(groups & g))
 			continue;
-		if (try_open(g, max_inodes_per_cgroup, dirtied_cgroups, &b) >= 0)
+		if (try_open(g, lim, &b) >= 0)
 			ok |= g;
 		else
 			log_warning("BPF program group '%s' does not load on this kernel", wbg_bpf_group_name(g));
@@ -251,7 +256,7 @@ int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirti
 	}
 	if (!ok)
 		return log_error_errno(r, "Failed to load BPF programs");
-	return try_open(ok, max_inodes_per_cgroup, dirtied_cgroups, ret);
+	return try_open(ok, lim, ret);
 }
 
 unsigned wbg_bpf_groups(const struct wbg_bpf *b)

@@ -24,9 +24,14 @@ struct wbg_bpf;
 /* Where tracefs is when it is not at /sys/kernel/tracing (in a container:
  * the host's, below /proc/1/root); for classic tracepoints. */
 void wbg_bpf_set_tracefs(const char *dir);
-/* dirtied_cgroups: the bound of the per-cgroup dirtied-device sets (0:
- * WBG_DIRTIED_CGROUPS_MAX). */
-int wbg_bpf_open(unsigned groups, unsigned max_inodes_per_cgroup, unsigned dirtied_cgroups, struct wbg_bpf **ret);
+/* The bounds of the per-cgroup tables; NULL or a 0 field: the BPF
+ * object's own defaults. */
+struct wbg_bpf_limits {
+	unsigned max_inodes_per_cgroup; /* inode records per cgroup */
+	unsigned max_inodes_per_tenant; /* ... per tenant (UINT_MAX: no share) */
+	unsigned dirtied_cgroups;       /* dirtied-device sets (WBG_DIRTIED_CGROUPS_MAX) */
+};
+int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */
 unsigned wbg_bpf_groups(const struct wbg_bpf *b);
 const char *wbg_bpf_group_name(unsigned group);
@@ -93,7 +98,15 @@ int wbg_bpf_devsets_evicted(const struct wbg_bpf *b, uint64_t *ret);
  * still there; ret_evicted: records it counted that the LRU evicted. */
 int wbg_bpf_cgroup_inodes(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_inode_key **ret, size_t *ret_n,
 			  bool *ret_complete, size_t *ret_evicted);
+/* Its device set and inode count go, the count given back to its tenant. */
 int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id);
+/* Which tenant a tracked cgroup's inode records count against (its tenant
+ * root's cgroup id), and its end; -E2BIG when the map is full (the cgroup
+ * then counts with the untracked ones). */
+int wbg_bpf_tenant_set(struct wbg_bpf *b, uint64_t cgroup_id, uint64_t tenant_id);
+void wbg_bpf_tenant_forget(struct wbg_bpf *b, uint64_t cgroup_id);
+/* Cgroups wbg_bpf_tenant_set() had no room for. */
+uint64_t wbg_bpf_tenant_map_full(const struct wbg_bpf *b);
 
 /* Kernel dev_t encoding (major << 20 | minor) to user space's. */
 #define WBG_KDEV_MAJOR(d) ((unsigned)((d) >> 20))

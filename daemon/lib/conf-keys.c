@@ -8,6 +8,7 @@
 
 #include "conf-keys.h"
 #include "conf.h"
+#include "wbguard.h"
 #include "expiry-policy.h"
 #include "macro.h"
 #include "parse-util.h"
@@ -59,6 +60,9 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "Write the removed cgroup's own inodes by handle first; auto: syncfs alone." },
 	{ .section = "flush", .key = "max_inodes", .type = WBG_CONF_UINT, .offset = F(max_inodes), .min = 0, .max = 1 << 20, .flags = WBG_CONF_RESTART,
 	  .doc = "Inodes recorded per cgroup before its set counts as incomplete." },
+	{ .section = "flush", .key = "max_inodes_per_tenant", .type = WBG_CONF_UINT, .offset = F(max_inodes_per_tenant), .min = 0,
+	  .max = WBG_INODES_MAX, .flags = WBG_CONF_RESTART,
+	  .doc = "Inode records one tenant's cgroups may hold at once (0: no share); past it their sets are incomplete." },
 	{ .section = "flush", .key = "block_devices", .type = WBG_CONF_BOOL, .offset = F(flush_bdev),
 	  .doc = "Also write the block devices' own page cache a cgroup dirtied." },
 	{ .section = "flush", .key = "exclude_fstypes", .type = WBG_CONF_FSTYPES, .offset = F(flush_exclude), .size = S(flush_exclude),

@@ -47,6 +47,7 @@ void config_init(struct wbg_config *c)
 		.default_passes = 1,
 		.inode_flush = WBG_INODE_FLUSH_AUTO,
 		.max_inodes = 4096,
+		.max_inodes_per_tenant = WBG_INODES_MAX / 4,
 		.flush_bdev = true,
 		.scratch_cycle = true,
 		.flush_mode = WBG_FLUSH_ON_EVIDENCE,

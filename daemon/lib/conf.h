@@ -53,6 +53,7 @@ struct wbg_config {
 	unsigned default_passes;
 	enum wbg_inode_flush inode_flush;
 	unsigned max_inodes; /* per cgroup, for the inode-level flush */
+	unsigned max_inodes_per_tenant; /* the share of one tenant; 0: none */
 	bool flush_bdev;
 	char flush_exclude[512]; /* fstype globs never flushed (network, FUSE), separated by spaces */
 	bool scratch_cycle;

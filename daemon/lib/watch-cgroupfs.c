@@ -142,6 +142,17 @@ static struct wbg_cgroup *tenant_root(const struct wbg_watch *w, const char *pat
 	return registry_find_path(w->reg, root);
 }
 
+uint64_t watch_tenant_id(const struct wbg_watch *w, const struct wbg_cgroup *c)
+{
+	const struct wbg_cgroup *root = tenant_root(w, c->path);
+
+	/* a tenant's root is its own tenant; above any tenant (the root, a
+	 * slice): none */
+	if (root)
+		return root->id;
+	return cgroup_tenant_len(c->path) == strlen(c->path) ? c->id : 0;
+}
+
 /* Whether one more cgroup may be tracked: the node's cap and its tenant's
  * share. O(its path): one lookup of the tenant's root. */
 static bool within_caps(struct wbg_watch *w, const char *path, struct wbg_cgroup **ret_root)

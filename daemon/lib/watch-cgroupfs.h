@@ -62,6 +62,9 @@ int watch_process(struct wbg_watch *w);
 /* Whether the path is in one of the configured subtrees (or an ancestor
  * of one, which must be watched so the subtree's creation is seen). */
 bool watch_in_scope(const struct wbg_watch *w, const char *path, bool *ret_ancestor_only);
+/* The cgroup id of c's tenant root (c's own when it is one), 0 when c is
+ * above every tenant or its root is not tracked. O(its path). */
+uint64_t watch_tenant_id(const struct wbg_watch *w, const struct wbg_cgroup *c);
 /* Its metric families: inotify overflows and refused watches, cgroups not
  * tracked (too deep, path too long), rescans, tracked cgroups. */
 void watch_metrics(FILE *f, const struct wbg_watch *w);

@@ -220,7 +220,7 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 
 	evidence_read_static("/proc/kallsyms", "/sys/kernel/tracing",
 			     btf_struct_has_member("trace_event_raw_flush_foreign", "dev"), &res.evidence);
-	r = wbg_bpf_open(WBG_BPF_WBID | WBG_BPF_PATHS, 0, 0, &bpf);
+	r = wbg_bpf_open(WBG_BPF_WBID | WBG_BPF_PATHS, NULL, &bpf);
 	if (r < 0)
 		return log_error_errno(r, "verify needs BPF (fexit on cgroup_writeback_by_id)");
 

@@ -128,6 +128,8 @@ static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
 		note_mount_namespace(m, c);
 		expiry_cgroup_populated(&m->expiry, c->id, c->in_scope && *c->path);
 	}
+	/* whose share of the inode records its writes take */
+	(void)wbg_bpf_tenant_set(m->bpf, c->id, watch_tenant_id(w, c));
 	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
 }
 
@@ -153,6 +155,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	expiry_cgroup_gone(&m->expiry, c->id);
 	(void)lifecycle_event(&m->lifecycle, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
 	forget_dirtied(m, c->id);
+	wbg_bpf_tenant_forget(m->bpf, c->id);
 }
 
 const struct wbg_watch_ops manager_watch_ops = {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <time.h>
 #include <systemd/sd-journal.h>
 #include <fcntl.h>
@@ -313,7 +314,13 @@ static int start_lifecycle(struct manager *m)
 	if (m->cfg.host_root[0])
 		wbg_bpf_set_tracefs(tracing);
 	if (m->cfg.bpf) {
-		r = wbg_bpf_open(WBG_BPF_ALL, m->cfg.max_inodes, m->cfg.bpf_dirtied_cgroups, &m->bpf);
+		struct wbg_bpf_limits lim = {
+			.max_inodes_per_cgroup = m->cfg.max_inodes,
+			.max_inodes_per_tenant = m->cfg.max_inodes_per_tenant ? m->cfg.max_inodes_per_tenant : UINT_MAX,
+			.dirtied_cgroups = m->cfg.bpf_dirtied_cgroups,
+		};
+
+		r = wbg_bpf_open(WBG_BPF_ALL, &lim, &m->bpf);
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}

@@ -244,6 +244,19 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 			       "-ENOENT foreign flushes to a dying cgroup already reported: counted only.",
 			       t[WBG_T_STALL_REPEATS]);
 	}
+	if (attached(m, "dirty_folio")) {
+		metric_family(f, "wbguard_bpf_inode_records_refused_total", "counter",
+			      "Cgroups whose inode records were cut short, by reason: their tenant's share "
+			      "([flush] max_inodes_per_tenant) was full, the per-cgroup count table was full, or the "
+			      "cgroup-to-tenant map was (it then counted with the untracked cgroups). Their sets are "
+			      "incomplete: their handovers flush whole filesystems.");
+		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_share\"} %" PRIu64 "\n",
+			t[WBG_T_INODES_TENANT_FULL]);
+		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"cgroups_full\"} %" PRIu64 "\n",
+			t[WBG_T_INODES_CGROUPS_FULL]);
+		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_map_full\"} %" PRIu64 "\n",
+			wbg_bpf_tenant_map_full(m->bpf));
+	}
 	if (m->per_cgroup && attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
 	for (unsigned i = 0; i < _ROWS_MAX; i++) /* the families not written */

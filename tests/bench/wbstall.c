@@ -248,7 +248,7 @@ static int run(void)
 	nw = ow + 1;
 
 	if (arg.bpf) {
-		r = wbg_bpf_open(WBG_BPF_WBID, 0, 0, &bpf);
+		r = wbg_bpf_open(WBG_BPF_WBID, NULL, &bpf);
 		if (r < 0)
 			return log_error_errno(r, "BPF counters unavailable (use --no-bpf to run without)");
 	}

@@ -240,6 +240,19 @@ int main(void)
 		mkcg("system.slice/u.service/mine", 0);
 		pump(&w);
 		CHECK(registry_find_path(&reg, "system.slice/u.service/mine") != NULL, "another tenant's cgroup is tracked");
+		{
+			/* whose share of the BPF inode records each one's writes take */
+			struct wbg_cgroup *t = registry_find_path(&reg, "system.slice/t.service"),
+					  *u = registry_find_path(&reg, "system.slice/u.service"),
+					  *mine = registry_find_path(&reg, "system.slice/u.service/mine"),
+					  *c1 = registry_find_path(&reg, "system.slice/t.service/c1"),
+					  *slice = registry_find_path(&reg, "system.slice");
+
+			CHECK(t && u && mine && c1 && slice && watch_tenant_id(&w, c1) == t->id &&
+				      watch_tenant_id(&w, mine) == u->id && watch_tenant_id(&w, t) == t->id &&
+				      watch_tenant_id(&w, u) != t->id,
+			      "tenant ids: a cgroup's tenant root's id (its own for a root), another tenant's differs");
+		}
 		rmcg("system.slice/t.service/c0");
 		pump(&w);
 		mkcg("system.slice/t.service/again", 0);

@@ -14,7 +14,8 @@
 #    only those it wrote are flushed, named by its inode set;
 # 6. the metrics endpoint: /livez, /readyz, a per-address connection limit
 #    that keeps one client from shutting out the scraper, a request deadline,
-#    and the liveness probe on the control socket.
+#    and the liveness probe on the control socket;
+# 7. a tenant's share of the inode records.
 . "$WBG_TOP/tests/vm/lib.sh"
 # What a tenant can make a flush do: [flush] mode = eager, so that every
 # removal flushes (evidence.sh covers on-evidence).
@@ -259,3 +260,54 @@ wait $holder 2>/dev/null
 daemon_stop
 "$WBG_BUILD/daemon/wbguardctl" ping --timeout 2 >/dev/null 2>&1
 check "wbguardctl ping without wbguardd: exit 3" test $? = 3
+
+# 7. A tenant's share of the inode records ([flush] max_inodes_per_tenant,
+# 40 here): ten sub-cgroups of one tenant dirtying 8 files each keep at
+# most 40 records (the rest refused, counted, their sets incomplete); a
+# cgroup of another tenant still gets all of its own; the tenant's
+# removed cgroups give their share back.
+printf '[flush]\nmax_inodes_per_tenant = 40\n' >/tmp/share.conf
+daemon_start "$WBG_BUILD" --config /tmp/share.conf
+check "wbguardd starts with a 40-record tenant share" test $? = 0
+# records_of CGROUP...: how many (cgroup, inode) records BPF holds for them
+records_of() {
+	local ids=""
+	for c in "$@"; do ids="$ids $(stat -c %i /sys/fs/cgroup/$c)"; done
+	bpftool -j map dump name dirtied_inodes | python3 -c '
+import json, struct, sys
+ids = {int(i) for i in sys.argv[1:]}
+n = 0
+for e in json.load(sys.stdin):
+    k = e.get("formatted", {}).get("key")
+    cg = k["cgroup_id"] if k else struct.unpack("<Q", bytes(int(b, 16) for b in e["key"][:8]))[0]
+    n += cg in ids
+print(n)' $ids
+}
+mkdir -p /sys/fs/cgroup/wbgtest/hostile /sys/fs/cgroup/wbgtest/other /mnt/ext4/share
+echo +memory >/sys/fs/cgroup/wbgtest/hostile/cgroup.subtree_control
+subs=""
+for i in $(seq 10); do
+	mkdir /sys/fs/cgroup/wbgtest/hostile/c$i
+	subs="$subs wbgtest/hostile/c$i"
+done
+sleep 1 # tracked, with their tenant, before they write
+for i in $(seq 10); do
+	sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/hostile/c$i/cgroup.procs; for f in 1 2 3 4 5 6 7 8; do echo x >/mnt/ext4/share/h$i-\$f; done"
+done
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/other/cgroup.procs; for f in 1 2 3 4 5 6; do echo x >/mnt/ext4/share/o$f; done'
+held=$(records_of $subs)
+check "the tenant's 80 dirtied files: $held records kept, its share (40)" test "$held" = 40
+check "refusals counted ($(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'))" \
+	fgt "$(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}')" 0
+check "another tenant's cgroup keeps all 6 of its records ($(records_of wbgtest/other))" test "$(records_of wbgtest/other)" = 6
+# Handed over (eager) and forgotten: the share comes back.
+for i in $(seq 10); do rmdir /sys/fs/cgroup/wbgtest/hostile/c$i; done
+for i in $(seq 10); do wait_rec wbgtest/hostile/c$i >/dev/null; done
+mkdir /sys/fs/cgroup/wbgtest/hostile/again
+sleep 1
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/hostile/again/cgroup.procs; for f in 1 2 3 4 5; do echo x >/mnt/ext4/share/a$f; done'
+check "after its cgroups' handovers, the tenant records again ($(records_of wbgtest/hostile/again) of 5)" \
+	test "$(records_of wbgtest/hostile/again)" = 5
+daemon_stop
+rmdir /sys/fs/cgroup/wbgtest/hostile/again /sys/fs/cgroup/wbgtest/hostile /sys/fs/cgroup/wbgtest/other
+rm -rf /mnt/ext4/share
