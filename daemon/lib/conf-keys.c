@@ -81,6 +81,8 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "A watch not drained by then is flushed and ended." },
 	{ .section = "flush", .key = "reflush_sec", .type = WBG_CONF_SECONDS, .offset = F(reflush_usec), .min = 0, .max = 600,
 	  .doc = "The least time between two flushes of one dying cgroup." },
+	{ .section = "flush", .key = "evidence_flushes_per_sec", .type = WBG_CONF_UINT, .offset = F(evidence_per_sec), .min = 0, .max = 100000,
+	  .doc = "Flushes on evidence node-wide, a second (0: no cap); the rest wait their turn." },
 	{ .section = "mitigation", .key = "mode", .type = WBG_CONF_WORD, .offset = F(mitigation), .words = auto_on_off,
 	  .doc = "auto: on unless the kernel shows the dying-wb fallback." },
 	{ .section = "expiry", .key = "default", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_default_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,

@@ -56,6 +56,7 @@ void config_init(struct wbg_config *c)
 		.watch_max_per_tenant = 1024,
 		.watch_max_age_usec = 300ULL * 1000000,
 		.reflush_usec = 250000,
+		.evidence_per_sec = 50,
 		.mitigation = WBG_MITIGATION_AUTO,
 		.expiry_mech = WBG_EXPIRY_PER_POD,
 		.expiry_min_cs = 100,

@@ -63,6 +63,7 @@ struct wbg_config {
 	unsigned watch_max_per_tenant; /* ... of one tenant (a pod, a user, a service's subtree) */
 	uint64_t watch_max_age_usec; /* on-evidence: flushed if not drained by then */
 	uint64_t reflush_usec;      /* on-evidence: between two flushes of one dying cgroup */
+	unsigned evidence_per_sec;  /* on-evidence: flushes on evidence node-wide, a second (0: no cap) */
 	/* [mitigation] */
 	enum wbg_mitigation mitigation;
 	/* [expiry] */

@@ -53,6 +53,9 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_counter(f, "wbguard_dying_evidence_total",
 		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
 		       ds->evidence);
+	metric_counter(f, "wbguard_dying_evidence_capped_total",
+		       "Evidence flushes put off by [flush] evidence_flushes_per_sec (node-wide); they run as the cap allows.",
+		       ds->evidence_capped);
 	metric_counter(f, "wbguard_dying_evidence_flushes_total",
 		       "Flushes started for watched dying cgroups (on evidence, or at watch_max_age_sec).", ds->flushes);
 	metric_counter(f, "wbguard_dying_expired_total",

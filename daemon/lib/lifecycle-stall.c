@@ -32,32 +32,24 @@ static void match_cgroup(const void *nodep, VISIT which, void *closure)
 		b->found = true;
 }
 
-static bool rate_take(struct wbg_lifecycle *hs, dev_t dev, uint64_t now)
+/* The device's bucket; a device not seen lately takes the least recently
+ * used one's place. */
+static bool stall_rate_take(struct wbg_lifecycle *hs, dev_t dev, uint64_t now)
 {
 	size_t i, lru = 0;
 
 	for (i = 0; i < ELEMENTSOF(hs->stall_rate); i++) {
-		if (hs->stall_rate[i].dev == dev && hs->stall_rate[i].refilled)
+		if (hs->stall_rate[i].dev == dev && hs->stall_rate[i].rate.used)
 			break;
-		if (hs->stall_rate[i].refilled < hs->stall_rate[lru].refilled)
+		if (hs->stall_rate[i].rate.refilled < hs->stall_rate[lru].rate.refilled)
 			lru = i;
 	}
 	if (i == ELEMENTSOF(hs->stall_rate)) {
 		i = lru;
 		hs->stall_rate[i].dev = dev;
-		hs->stall_rate[i].tokens = STALL_BURST;
-		hs->stall_rate[i].refilled = now;
+		hs->stall_rate[i].rate = (struct wbg_rate){ 0 };
 	}
-	while (hs->stall_rate[i].tokens < STALL_BURST && now - hs->stall_rate[i].refilled >= 1000000 / STALL_PER_SEC) {
-		hs->stall_rate[i].tokens++;
-		hs->stall_rate[i].refilled += 1000000 / STALL_PER_SEC;
-	}
-	if (hs->stall_rate[i].tokens == STALL_BURST)
-		hs->stall_rate[i].refilled = now;
-	if (!hs->stall_rate[i].tokens)
-		return false;
-	hs->stall_rate[i].tokens--;
-	return true;
+	return rate_take(&hs->stall_rate[i].rate, STALL_PER_SEC, STALL_BURST, now);
 }
 
 int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev)
@@ -79,7 +71,7 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 		hs->stats.stall_covered++;
 		return 0;
 	}
-	if (!rate_take(hs, bdi_dev, now)) {
+	if (!stall_rate_take(hs, bdi_dev, now)) {
 		uint64_t k = ++hs->stats.stall_capped;
 
 		if (!(k & (k - 1))) /* logged at 1, 2, 4...: a flood writes a few lines */

@@ -213,6 +213,20 @@ static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *
 	return WBG_EVENT_MAX_AGE;
 }
 
+/* The node-wide cap on evidence flushes: a flood of evidence (a deploy
+ * replacing hundreds of pods, a tenant re-dirtying many removed cgroups'
+ * files) costs at most evidence_per_sec flushes a second; the rest stay
+ * pending and the tick takes them as the bucket refills. */
+static bool evidence_rate_take(struct wbg_lifecycle *hs, uint64_t now)
+{
+	unsigned per_sec = hs->params.watch.evidence_per_sec;
+
+	if (rate_take(&hs->evidence_rate, per_sec, per_sec, now))
+		return true;
+	hs->watch_stats.evidence_capped++;
+	return false;
+}
+
 void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;
@@ -232,7 +246,7 @@ void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
 		if (i >= hs->n_watched)
 			continue;
 		if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
-		    now - h->t_last_flush >= hs->params.watch.reflush_usec)
+		    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, now))
 			e = WBG_EVENT_EVIDENCE;
 		else if (h->phase == WBG_PHASE_WATCHED)
 			e = watch_look(hs, h, known, dirty, n, now);
@@ -262,7 +276,8 @@ int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struc
 	/* Evidence wins over a cleanup or a check under way: the writer is
 	 * waiting now. Not over a flush still running, nor sooner than
 	 * reflush_usec after the last (then the tick does it). */
-	soon = h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec);
+	soon = h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec) ||
+	       !evidence_rate_take(hs, now);
 	*ret_path = h->path;
 	hs_step(hs, h, soon ? WBG_EVENT_EVIDENCE_SOON : WBG_EVENT_EVIDENCE, NULL);
 	hs_reschedule(hs);

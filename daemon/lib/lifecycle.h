@@ -33,6 +33,7 @@
 #include "handover.h"
 #include "metrics.h"
 #include "pending.h"
+#include "rate-limit.h"
 #include "registry.h"
 
 #define WBG_RECENT_MAX 256 /* finished handovers kept for the API */
@@ -122,6 +123,7 @@ struct wbg_watch_params {
 	uint64_t drain_after_usec; /* without wb_stats: when a wb is taken as drained */
 	uint64_t max_age_usec;     /* not drained by then: flushed; still dirty after: given up */
 	uint64_t reflush_usec;     /* at least this between two flushes of one cgroup */
+	unsigned evidence_per_sec; /* evidence flushes node-wide, a second (0: no cap); the rest wait */
 };
 
 struct wbg_lifecycle_params {
@@ -144,6 +146,7 @@ enum wbg_watch_end {
 struct wbg_watch_stats {
 	uint64_t added, refused_full, refused_tenant, evidence, evidence_ignored, flushes, flush_failures, expired,
 		ended[_WBG_WATCH_END_MAX];
+	uint64_t evidence_capped; /* evidence flushes put off by the node-wide cap */
 };
 
 struct wbg_lifecycle_stats {
@@ -188,9 +191,10 @@ struct wbg_lifecycle {
 	/* stall handovers per device: a token bucket each (lifecycle-stall.c) */
 	struct {
 		dev_t dev;
-		unsigned tokens;
-		uint64_t refilled;
+		struct wbg_rate rate;
 	} stall_rate[16];
+	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec) */
+	struct wbg_rate evidence_rate;
 	struct wbg_waiter *waiters;
 	unsigned n_waiters;
 	struct wbg_recent recent[WBG_RECENT_MAX];

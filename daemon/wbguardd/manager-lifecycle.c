@@ -307,6 +307,7 @@ struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m)
 			.drain_after_usec = drain_after_usec(m->cfg.proc_sys),
 			.max_age_usec = m->cfg.watch_max_age_usec,
 			.reflush_usec = m->cfg.reflush_usec,
+			.evidence_per_sec = m->cfg.evidence_per_sec,
 		},
 	};
 }

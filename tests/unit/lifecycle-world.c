@@ -278,7 +278,10 @@ void job_done(uint64_t id, int result)
 void advance(uint64_t t)
 {
 	while (x.scheduled && x.scheduled <= t) {
-		x.now = x.scheduled;
+		/* a timer asked for a time already past fires now, as sd-event's
+		 * do: the clock never goes back */
+		if (x.scheduled > x.now)
+			x.now = x.scheduled;
 		x.scheduled = 0;
 		lifecycle_tick(&hs);
 	}

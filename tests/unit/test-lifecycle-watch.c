@@ -125,6 +125,33 @@ static void test_evidence(void)
 	teardown();
 }
 
+/* The node-wide cap on evidence flushes: five watched cgroups' evidence at
+ * once, two a second: two flush now, the rest as the bucket refills. */
+static void test_evidence_cap(void)
+{
+	const char *owner = NULL;
+	char p[32];
+
+	setup(true);
+	hs.params.watch.evidence_per_sec = 2;
+	for (uint64_t id = 21; id <= 25; id++) {
+		x.wb_dirty[x.n_wb_dirty++] = id;
+		snprintf(p, sizeof(p), "k/cap%u", (unsigned)id);
+		(void)watched(id, p);
+	}
+	x.now += S;
+	for (uint64_t id = 21; id <= 25; id++)
+		(void)lifecycle_evidence(&hs, id, NULL, &owner);
+	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_capped == 3,
+	      "five at once, two a second: two flushed, three put off and counted (%zu, %llu)", (size_t)x.n_sub,
+	      (unsigned long long)hs.watch_stats.evidence_capped);
+	advance(x.now + S);
+	CHECK(x.n_sub == 4 && hs.n_watched == 5, "at the next tick, a second on: two more (%zu)", (size_t)x.n_sub);
+	advance(x.now + S);
+	CHECK(x.n_sub == 5, "and the last a second after (%zu)", (size_t)x.n_sub);
+	teardown();
+}
+
 static void test_max_age(void)
 {
 	struct wbg_handover *h;
@@ -417,6 +444,7 @@ int main(void)
 		return 1;
 	test_drain();
 	test_evidence();
+	test_evidence_cap();
 	test_max_age();
 	test_no_wbstats();
 	test_bounds();
