@@ -105,6 +105,10 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "Load the BPF programs; without them every block-backed filesystem is flushed." },
 	{ .section = "bpf", .key = "dirtied_cgroups", .type = WBG_CONF_UINT, .offset = F(bpf_dirtied_cgroups), .min = 64, .max = 1048576,
 	  .flags = WBG_CONF_RESTART, .doc = "Cgroups' dirtied-device sets the BPF LRU holds." },
+	{ .section = "metrics", .key = "allow_users", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
+	  .size = S(metrics_allow_users), .flags = WBG_CONF_RESTART,
+	  .doc = "Who may read /metrics, by the owner of the peer's socket (names that do not exist are skipped; "
+		 "a remote peer is refused); empty: everyone. /livez and /readyz answer all." },
 	{ .section = "metrics", .key = "listen", .type = WBG_CONF_LISTEN, .offset = F(metrics_listen), .size = S(metrics_listen), .flags = WBG_CONF_RESTART,
 	  .doc = "Prometheus endpoint (/metrics, /livez, /readyz), or off." },
 	{ .section = "metrics", .key = "textfile", .type = WBG_CONF_TEXTFILE, .offset = F(metrics_textfile), .size = S(metrics_textfile),
@@ -165,6 +169,26 @@ static int parse_path(const char *v, bool absolute, char *buf, size_t size)
 		return -EINVAL;
 	snprintf(buf, size, "%s", v);
 	return 0;
+}
+
+/* Words that are user names as useradd takes them, or numeric uids. */
+static bool users_valid(const char *v)
+{
+	for (const char *s = v; *s;) {
+		size_t n = strcspn(s, " \t");
+
+		if (n) {
+			if (strspn(s, "0123456789") == n) {
+				if (n > 10)
+					return false;
+			} else if (!(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z')) || n > 32 ||
+				   strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") < n - (s[n - 1] == '$'))
+				return false;
+		}
+		s += n;
+		s += strspn(s, " \t");
+	}
+	return true;
 }
 
 static int set_passes(struct wbg_config *c, const char *fstype, unsigned n)
@@ -247,6 +271,11 @@ int conf_key_set(const struct wbg_conf_key *k, struct wbg_config *c, const char 
 	case WBG_CONF_PASSES:
 		r = parse_uint(v, (unsigned)k->min, (unsigned)k->max, &u);
 		return r < 0 ? r : set_passes(c, key + 7, u);
+	case WBG_CONF_USERS:
+		if (strlen(v) >= k->size || !users_valid(v))
+			return -EINVAL;
+		snprintf(field, k->size, "%s", v);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -290,6 +319,8 @@ const char *conf_key_expect(const struct wbg_conf_key *k, char *buf, size_t size
 		return buf;
 	case WBG_CONF_FSTYPES:
 		return "filesystem types or globs separated by spaces (nfs fuse.*), or empty";
+	case WBG_CONF_USERS:
+		return "user names or numeric uids separated by spaces, or empty";
 	case WBG_CONF_LISTEN:
 		return "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
 	case WBG_CONF_TEXTFILE:
@@ -331,6 +362,7 @@ const char *conf_key_format(const struct wbg_conf_key *k, const struct wbg_confi
 	case WBG_CONF_CGROUP_PATH:
 	case WBG_CONF_FSTYPES:
 	case WBG_CONF_TEXTFILE:
+	case WBG_CONF_USERS:
 		snprintf(buf, size, "%s", (const char *)field);
 		break;
 	case WBG_CONF_LISTEN:

@@ -66,6 +66,7 @@ void config_init(struct wbg_config *c)
 		.boost_window_usec = 60ULL * 1000000,
 		.bpf = true,
 		.metrics_listen = "127.0.0.1:9573",
+		.metrics_allow_users = "root prometheus",
 		.flush_exclude = WBG_FLUSH_EXCLUDE_DEFAULT,
 	};
 }

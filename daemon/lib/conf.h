@@ -87,6 +87,7 @@ struct wbg_config {
 	unsigned bpf_dirtied_cgroups; /* bound of the per-cgroup dirtied-device sets */
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
+	char metrics_allow_users[256]; /* who may GET /metrics; "" = everyone */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
 };

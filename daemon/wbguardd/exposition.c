@@ -89,6 +89,10 @@ void metrics_write(const struct manager *m, FILE *f)
 	metric_counter(f, "wbguard_http_deadline_closes_total",
 		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",
 		       m->http.deadline_closes);
+	metric_counter(f, "wbguard_http_forbidden_total",
+		       "/metrics requests refused: the peer's socket is not owned by a user in [metrics] allow_users "
+		       "(or is remote).",
+		       m->http.forbidden);
 	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 

@@ -471,6 +471,7 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the metrics textfile writer");
 	r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, write_metrics, is_ready, m);
+	(void)metrics_http_allow(&m->http, m->cfg.metrics_allow_users);
 	if (r < 0)
 		return r;
 	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, manager_on_rmdir_event, m) >= 0) {

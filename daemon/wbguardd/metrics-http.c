@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <pwd.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
@@ -11,6 +13,7 @@
 #include "macro.h"
 #include "metrics-http.h"
 #include "parse-util.h"
+#include "peer-cred.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -18,6 +21,60 @@
  * at most a few, so the scraper and the probes always get in. */
 #define WBG_HTTP_CONNS_MAX 64
 #define WBG_HTTP_CONNS_PER_IP 4
+
+/* Whether the peer's socket belongs to an allowed user. One netlink round
+ * trip, only for /metrics: a scrape costs far more. */
+static bool allowed(const struct wbg_metrics_http *m, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *info;
+	uid_t uid;
+	int r;
+
+	if (!m->restrict_users)
+		return true;
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return false;
+	r = tcp_peer_uid(info->connect_fd, &uid);
+	if (r < 0) {
+		log_debug_errno(r, "/metrics: cannot tell whose the peer's socket is (remote?): refused");
+		return false;
+	}
+	for (unsigned i = 0; i < m->n_allow; i++)
+		if (m->allow[i] == uid)
+			return true;
+	log_debug("/metrics: uid %u is not in [metrics] allow_users: refused", (unsigned)uid);
+	return false;
+}
+
+int metrics_http_allow(struct wbg_metrics_http *m, const char *users)
+{
+	m->n_allow = 0;
+	m->restrict_users = false;
+	for (const char *s = users; *s;) {
+		size_t n = strcspn(s, " \t");
+		char word[64];
+
+		if (n && n < sizeof(word)) {
+			struct passwd *pw;
+			unsigned u;
+
+			snprintf(word, sizeof(word), "%.*s", (int)n, s);
+			m->restrict_users = true;
+			if (parse_uint(word, 0, UINT32_MAX - 1, &u) == 0) {
+				if (m->n_allow < ELEMENTSOF(m->allow))
+					m->allow[m->n_allow++] = (uid_t)u;
+			} else if ((pw = getpwnam(word))) {
+				if (m->n_allow < ELEMENTSOF(m->allow))
+					m->allow[m->n_allow++] = pw->pw_uid;
+			} else
+				log_info("[metrics] allow_users: no user %s here; skipped", word);
+		}
+		s += n;
+		s += strspn(s, " \t");
+	}
+	return 0;
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_size, void **ptr)
@@ -35,7 +92,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	f = open_memstream(&buf, &n);
 	if (!f)
 		return MHD_NO;
-	if (strcmp(url, "/metrics") == 0) {
+	if (strcmp(url, "/metrics") == 0 && !allowed(m, c)) {
+		m->forbidden++;
+		status = MHD_HTTP_FORBIDDEN;
+		fputs("forbidden: see [metrics] allow_users\n", f);
+	} else if (strcmp(url, "/metrics") == 0) {
 		m->scrapes++;
 		m->write(f, m->userdata);
 	} else if (strcmp(url, "/livez") == 0)

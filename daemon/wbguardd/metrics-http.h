@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 struct MHD_Daemon;
@@ -24,6 +25,12 @@ struct wbg_metrics_http {
 	 * idle timeout alone is reset by every byte). */
 	struct wbg_http_conn *conns, *conns_tail;
 	uint64_t deadline_closes;
+	/* Who may GET /metrics (the cgroup paths and pod names of every
+	 * tenant): the owners of the peers' sockets; none set: everyone. */
+	bool restrict_users;
+	unsigned n_allow;
+	uid_t allow[16];
+	uint64_t forbidden; /* /metrics requests refused */
 	/* the exposition, and whether the daemon is up (/readyz) */
 	void (*write)(FILE *f, void *userdata);
 	bool (*ready)(void *userdata);
@@ -36,3 +43,6 @@ struct wbg_metrics_http {
 int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,
 		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata);
 void metrics_http_stop(struct wbg_metrics_http *m);
+/* users: [metrics] allow_users (names and uids; "" lets everyone read).
+ * Names this system does not have are skipped, with a note. */
+int metrics_http_allow(struct wbg_metrics_http *m, const char *users);

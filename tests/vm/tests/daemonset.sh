@@ -75,6 +75,11 @@ scenario() {
 	crun exec wbguard-$name sh -c "p=/usr/local/bin/wbguardctl; [ -x \$p ] || p=$WBG_BUILD/daemon/wbguardctl; exec \$p ping --timeout 4" \
 		>>/wbg-out/notes.txt 2>&1 && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
 		res="$res probes=ok" || res="$res probes=FAIL"
+	# /metrics for the proxy's user (the manifest's runAsUser) and root,
+	# not for another user on the node
+	[ "$(setpriv --reuid=$proxy_uid --regid=$proxy_uid --clear-groups curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/metrics)" = 200 ] &&
+		[ "$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/metrics)" = 403 ] &&
+		res="$res users=ok" || res="$res users=FAIL"
 	# without CAP_DAC_READ_SEARCH, opening by handle is refused: said
 	res="$res handles=$(awk '$1 == "wbguard_flush_inode_handles_available" {print $2}' /wbg-out/pod-$name.prom)"
 	attached=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-$name.prom)
@@ -167,6 +172,13 @@ run_pod() {
 	echo "$res" | tee /wbg-out/pod-$name.txt
 }
 
+# The kube-rbac-proxy's user, which the ConfigMap's allow_users must name.
+proxy_uid=$(python3 -c "
+import yaml
+docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
+pod = next(d for d in docs if d['kind'] == 'DaemonSet')['spec']['template']['spec']
+print(next(c for c in pod['containers'] if c['name'] == 'kube-rbac-proxy')['securityContext']['runAsUser'])")
+
 # As shipped: the image built from the Containerfile (tests/kubernetes/image
 # exported its root), or, where it was not built, the guest's userland.
 image=$WBG_BUILD/image/rootfs
@@ -179,7 +191,7 @@ else
 fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes bpf hook sysctl flush scratch wbstats bdev-reason doctor configmap restore; do
+for w in start probes users bpf hook sysctl flush scratch wbstats bdev-reason doctor configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \
@@ -199,7 +211,7 @@ echo "# without the hostPath /run/wbguard: broken: ${broken:-nothing}"
 check "the hostPath /run/wbguard is needed (the hook cannot reach the daemon without it)" sh -c "echo '$broken' | grep -q hook"
 # Its metrics on the node's loopback only (hostNetwork: 0.0.0.0 would serve
 # every pod), behind the proxy; the probes where the server is.
-check "the ConfigMap serves metrics on 127.0.0.1 only; readiness there, liveness on the control socket" python3 -c "
+check "the ConfigMap serves metrics on 127.0.0.1 only, to the proxy's user; readiness there, liveness on the control socket" python3 -c "
 import yaml
 docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
 cm = next(d for d in docs if d['kind'] == 'ConfigMap')['data']['wbguard.conf']
@@ -210,5 +222,7 @@ assert w['livenessProbe']['exec']['command'][1:2] == ['ping'] and w['readinessPr
 assert w['readinessProbe']['httpGet']['host'] == '127.0.0.1'
 p = next(c for c in pod['containers'] if c['name'] == 'kube-rbac-proxy')
 assert '--upstream=http://127.0.0.1:9573/' in p['args']
+users = [l.split('=', 1)[1].split() for l in cm.splitlines() if l.strip().startswith('allow_users')]
+assert users and str(p['securityContext']['runAsUser']) in users[0], users
 "
 losetup -d "$loop"

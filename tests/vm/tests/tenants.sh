@@ -197,6 +197,17 @@ printf '[metrics]\nlisten = 0.0.0.0:9573\n' >/tmp/http.conf
 daemon_start "$WBG_BUILD" --config /tmp/http.conf
 check "/readyz: ready" test "$(curl -sf http://127.0.0.1:9573/readyz)" = ok
 check "/livez: alive" test "$(curl -sf http://127.0.0.1:9573/livez)" = ok
+# Only [metrics] allow_users (root and prometheus by default) read the
+# tenants' cgroup paths and pod names: another local user gets 403 for
+# /metrics, the probes answer everyone.
+code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/metrics)
+check "/metrics for another local user (uid 65534): 403 ($code)" test "$code" = 403
+code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/livez)
+check "/livez for that user: 200 ($code)" test "$code" = 200
+code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9573/metrics)
+scrape_metrics
+check "/metrics for root: 200 ($code), the refusal counted ($(metric wbguard_http_forbidden_total))" \
+	sh -c "[ '$code' = 200 ] && [ '$(metric wbguard_http_forbidden_total)' = 1 ]"
 # hold_conns FIRST LAST PER SECONDS: PER connections to the endpoint from
 # each of 127.0.0.FIRST..LAST, held SECONDS, in the background ($holder).
 hold_conns() {
@@ -296,6 +307,7 @@ for i in $(seq 10); do
 done
 sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/other/cgroup.procs; for f in 1 2 3 4 5 6; do echo x >/mnt/ext4/share/o$f; done'
 held=$(records_of $subs)
+scrape_metrics
 check "the tenant's 80 dirtied files: $held records kept, its share (40)" test "$held" = 40
 check "refusals counted ($(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'))" \
 	fgt "$(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}')" 0

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Who is at the other end of a TCP connection accepted here: the owner of
+ * the peer's socket, asked of the kernel (NETLINK_SOCK_DIAG, as ss -e
+ * does), so that a loopback endpoint can answer only the scraper's user,
+ * not every local user and hostNetwork pod. */
+#pragma once
+
+#include <sys/types.h>
+
+/* fd: a connected TCP socket (IPv4 or IPv6). -ENOENT when the peer's
+ * socket is not in this network namespace (a remote peer). */
+int tcp_peer_uid(int fd, uid_t *ret_uid);
