@@ -32,14 +32,6 @@ static void match_descendant(const void *nodep, VISIT which, void *closure)
 		p->found = true;
 }
 
-static void match_tracked_descendant(struct wbg_cgroup *c, void *userdata)
-{
-	struct path_prefix *p = userdata;
-
-	if (below(c->path, p))
-		p->found = true;
-}
-
 /* Whether a cgroup below path has a handover in progress or among the
  * recent ones, or is still tracked (its removal, in the same batch of
  * events, not read yet: it will have its handover). */
@@ -49,9 +41,11 @@ static bool descendants_handed_over(const struct wbg_lifecycle *hs, const char *
 
 	if (!*path)
 		return false;
-	twalk_r(hs->active, match_descendant, &p);
+	/* the tracked ones by their parent's count, O(the path); the active
+	 * handovers are bounded by the watch table and the flush timeout */
+	p.found = registry_has_children(hs->reg, path);
 	if (!p.found)
-		registry_foreach(hs->reg, match_tracked_descendant, &p);
+		twalk_r(hs->active, match_descendant, &p);
 	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++)
 		p.found = hs->recent[i].path && below(hs->recent[i].path, &p);
 	return p.found;

@@ -19,6 +19,63 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(((const struct wbg_cgroup *)a)->path, ((const struct wbg_cgroup *)b)->path);
 }
 
+/* by_unit holds the first cgroup of each unit name; the rest hang from it */
+static int cmp_unit(const void *a, const void *b)
+{
+	return strcmp(((const struct wbg_cgroup *)a)->ident.unit, ((const struct wbg_cgroup *)b)->ident.unit);
+}
+
+static struct wbg_cgroup *parent_of(const struct wbg_registry *r, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[4096];
+
+	if (!*path)
+		return NULL; /* the root */
+	if (!slash)
+		return registry_find_path(r, "");
+	if ((size_t)(slash - path) >= sizeof(parent))
+		return NULL;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	return registry_find_path(r, parent);
+}
+
+static void unit_link(struct wbg_registry *r, struct wbg_cgroup *c)
+{
+	struct wbg_cgroup **f;
+
+	if (!c->ident.unit[0])
+		return;
+	f = tsearch(c, &r->by_unit, cmp_unit);
+	if (f && *f != c) {
+		c->unit_next = (*f)->unit_next;
+		(*f)->unit_next = c;
+	}
+	/* (no memory for the index: its unit's stop jobs miss it, as they
+	 * would a cgroup not tracked) */
+}
+
+static void unit_unlink(struct wbg_registry *r, struct wbg_cgroup *c)
+{
+	struct wbg_cgroup **f;
+
+	if (!c->ident.unit[0] || !(f = tfind(c, &r->by_unit, cmp_unit)))
+		return;
+	if (*f == c) {
+		struct wbg_cgroup *next = c->unit_next;
+
+		tdelete(c, &r->by_unit, cmp_unit);
+		if (next)
+			(void)tsearch(next, &r->by_unit, cmp_unit); /* (no memory: as above) */
+		return;
+	}
+	for (struct wbg_cgroup *p = *f; p->unit_next; p = p->unit_next)
+		if (p->unit_next == c) {
+			p->unit_next = c->unit_next;
+			return;
+		}
+}
+
 static int cmp_wd(const void *a, const void *b)
 {
 	return ((const struct wd_entry *)a)->wd - ((const struct wd_entry *)b)->wd;
@@ -51,6 +108,13 @@ int registry_add(struct wbg_registry *r, uint64_t id, const char *path, struct w
 		return found ? -EEXIST : -ENOMEM;
 	}
 	cgroup_identity_parse(path, &c->ident);
+	unit_link(r, c);
+	{
+		struct wbg_cgroup *p = parent_of(r, path);
+
+		if (p)
+			p->n_children++;
+	}
 	r->n++;
 	*ret = c;
 	return 0;
@@ -127,12 +191,35 @@ void registry_remove(struct wbg_registry *r, struct wbg_cgroup *c)
 {
 	registry_set_wd(r, c, false, -1);
 	registry_set_wd(r, c, true, -1);
+	unit_unlink(r, c);
+	{
+		struct wbg_cgroup *p = parent_of(r, c->path);
+
+		if (p && p->n_children)
+			p->n_children--;
+	}
 	tdelete(c, &r->by_id, cmp_leading_u64);
 	tdelete(c, &r->by_path, cmp_path);
 	r->n--;
 	free(c->ns_devs);
 	free(c->path);
 	free(c);
+}
+
+bool registry_has_children(const struct wbg_registry *r, const char *path)
+{
+	struct wbg_cgroup *c = registry_find_path(r, path);
+
+	return c && c->n_children > 0;
+}
+
+struct wbg_cgroup *registry_find_unit(const struct wbg_registry *r, const char *unit)
+{
+	struct wbg_cgroup key = { 0 }, **f;
+
+	snprintf(key.ident.unit, sizeof(key.ident.unit), "%s", unit);
+	f = tfind(&key, &r->by_unit, cmp_unit);
+	return f ? *f : NULL;
 }
 
 struct walk {
@@ -171,6 +258,7 @@ static void free_cgroup(void *p)
 void registry_free(struct wbg_registry *r)
 {
 	tdestroy(r->by_wd, free);
+	tdestroy(r->by_unit, free_nothing);
 	tdestroy(r->by_path, free_nothing);
 	tdestroy(r->by_id, free_cgroup);
 	*r = (struct wbg_registry){ 0 };

@@ -24,6 +24,8 @@ struct wbg_cgroup {
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */
 	unsigned tenant_members; /* as a tenant's root: its tracked descendants */
+	unsigned n_children;     /* tracked cgroups directly below it */
+	struct wbg_cgroup *unit_next; /* other tracked cgroups named after the same unit */
 	/* Without BPF: the filesystems its processes' mount namespace showed
 	 * while they were alive. */
 	dev_t *ns_devs;
@@ -31,7 +33,7 @@ struct wbg_cgroup {
 };
 
 struct wbg_registry {
-	void *by_id, *by_path, *by_wd;
+	void *by_id, *by_path, *by_wd, *by_unit;
 	size_t n;
 	size_t n_unwatched; /* cgroups we could not put a watch on */
 };
@@ -43,6 +45,11 @@ struct wbg_cgroup *registry_find_wd(const struct wbg_registry *r, int wd, bool *
 int registry_set_wd(struct wbg_registry *r, struct wbg_cgroup *c, bool events, int wd);
 /* Drops the cgroup from every index and frees it. */
 void registry_remove(struct wbg_registry *r, struct wbg_cgroup *c);
+/* Whether a tracked cgroup is below path: O(the path). */
+bool registry_has_children(const struct wbg_registry *r, const char *path);
+/* The tracked cgroups whose last component is the systemd unit unit (a
+ * list through unit_next): O(log n + their number). */
+struct wbg_cgroup *registry_find_unit(const struct wbg_registry *r, const char *unit);
 /* Calls f for each cgroup; f may not add or remove. */
 void registry_foreach(const struct wbg_registry *r, void (*f)(struct wbg_cgroup *c, void *userdata), void *userdata);
 void registry_free(struct wbg_registry *r);

@@ -164,29 +164,18 @@ const struct wbg_watch_ops manager_watch_ops = {
 	.removed = on_removed,
 };
 
-/* systemd's news (watch-systemd.h), mapped to the tracked cgroups. */
-struct unit_lookup {
-	const char *unit;
-	struct wbg_cgroup *found;
-};
-
-static void match_unit(struct wbg_cgroup *c, void *userdata)
-{
-	struct unit_lookup *l = userdata;
-
-	/* The system manager's units over a user manager's of the same name:
-	 * the shorter path. */
-	if (c->in_scope && !c->removed && strcmp(c->ident.unit, l->unit) == 0 &&
-	    (!l->found || strlen(c->path) < strlen(l->found->path)))
-		l->found = c;
-}
-
+/* systemd's news (watch-systemd.h), mapped to the tracked cgroups: the
+ * cgroups named after the unit (an index, not a walk of every cgroup), the
+ * system manager's over a user manager's of the same name (the shorter
+ * path). */
 static struct wbg_cgroup *find_unit(struct manager *m, const char *unit)
 {
-	struct unit_lookup l = { .unit = unit };
+	struct wbg_cgroup *found = NULL;
 
-	registry_foreach(&m->reg, match_unit, &l);
-	return l.found;
+	for (struct wbg_cgroup *c = registry_find_unit(&m->reg, unit); c; c = c->unit_next)
+		if (c->in_scope && !c->removed && (!found || strlen(c->path) < strlen(found->path)))
+			found = c;
+	return found;
 }
 
 static void on_job(void *userdata, const char *unit)
