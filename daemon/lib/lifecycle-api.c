@@ -300,6 +300,8 @@ void lifecycle_stop(struct wbg_lifecycle *hs)
 	free(hs->watched);
 	hs->watched = NULL;
 	hs->n_watched = hs->watch_cap = 0;
+	tdestroy(hs->active_cgroups, free); /* (empty: every handover ended above) */
+	hs->active_cgroups = NULL;
 	for (size_t i = 0; i < WBG_RECENT_MAX; i++) {
 		free(hs->recent[i].path);
 		free(hs->recent[i].json);

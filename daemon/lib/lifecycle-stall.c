@@ -18,20 +18,6 @@
 #define STALL_BURST 16
 #define STALL_PER_SEC 16
 
-struct by_cgroup {
-	uint64_t cgroup_id;
-	bool found;
-};
-
-static void match_cgroup(const void *nodep, VISIT which, void *closure)
-{
-	const struct wbg_handover *h = *(const struct wbg_handover *const *)nodep;
-	struct by_cgroup *b = closure;
-
-	if ((which == postorder || which == leaf) && h->cgroup_id == b->cgroup_id)
-		b->found = true;
-}
-
 /* The device's bucket; a device not seen lately takes the least recently
  * used one's place. */
 static bool stall_rate_take(struct wbg_lifecycle *hs, dev_t dev, uint64_t now)
@@ -54,7 +40,6 @@ static bool stall_rate_take(struct wbg_lifecycle *hs, dev_t dev, uint64_t now)
 
 int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev)
 {
-	struct by_cgroup b = { .cgroup_id = cgroup_id };
 	struct wbg_plan plan = { 0 };
 	struct wbg_handover *h;
 	uint64_t now = hs_now(hs), id;
@@ -64,8 +49,7 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 		hs->stats.stall_off++;
 		return 0;
 	}
-	twalk_r(hs->active, match_cgroup, &b);
-	if (b.found) {
+	if (lifecycle_cgroup_active(hs, cgroup_id)) {
 		/* its handover is at it (a watched one hears of the stall
 		 * through its own arming) */
 		hs->stats.stall_covered++;

@@ -24,6 +24,48 @@ uint64_t hs_now(const struct wbg_lifecycle *hs)
 	return hs->ops->clock->now(hs->userdata);
 }
 
+struct active_cgroup {
+	uint64_t cgroup_id; /* first: cmp_leading_u64 */
+	unsigned n;
+};
+
+/* The per-cgroup count of handovers in progress; an entry goes with its
+ * last one. (No memory for a new entry: that cgroup's stall reports are
+ * then taken as uncovered, and the one-per-cgroup bound in BPF still
+ * holds.) */
+static void active_cgroup_count(struct wbg_lifecycle *hs, uint64_t cgroup_id, int delta)
+{
+	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &hs->active_cgroups, cmp_leading_u64), *e;
+
+	if (!f && delta > 0) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		e->cgroup_id = cgroup_id;
+		f = tsearch(e, &hs->active_cgroups, cmp_leading_u64);
+		if (!f || *f != e) {
+			free(e);
+			return;
+		}
+	}
+	if (!f)
+		return;
+	e = *f;
+	if (delta > 0)
+		e->n++;
+	else if (e->n && --e->n == 0) {
+		tdelete(e, &hs->active_cgroups, cmp_leading_u64);
+		free(e);
+	}
+}
+
+bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+{
+	struct active_cgroup key = { .cgroup_id = cgroup_id };
+
+	return tfind(&key, &hs->active_cgroups, cmp_leading_u64) != NULL;
+}
+
 struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id)
 {
 	struct wbg_handover key = { .id = id }, **f = tfind(&key, &hs->active, cmp_leading_u64);
@@ -141,8 +183,10 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 			hist_observe(&hs->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
 	}
 	hs->stats.flushed_device_bytes += h->device_bytes;
-	if (tdelete(h, &hs->active, cmp_leading_u64))
+	if (tdelete(h, &hs->active, cmp_leading_u64)) {
 		hs->n_active--;
+		active_cgroup_count(hs, h->cgroup_id, -1);
+	}
 	/* its next stall is news again (unwatching forgot a watched one),
 	 * unless nothing could be flushed for it: then a report at every
 	 * failed flush would only repeat this end */
@@ -175,6 +219,7 @@ struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, cons
 		return NULL;
 	}
 	hs->n_active++;
+	active_cgroup_count(hs, cgroup_id, +1);
 	hs->started_ids[hs->started_next++ % ELEMENTSOF(hs->started_ids)] = cgroup_id;
 	return h;
 }

@@ -180,6 +180,7 @@ struct wbg_lifecycle {
 
 	void *active; /* tsearch tree of handovers in progress, by id */
 	size_t n_active;
+	void *active_cgroups; /* ... how many per cgroup id: a stall's "covered?" in O(log n) */
 	struct wbg_handover *in_flight; /* FLUSHING: their timeouts */
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
 	uint64_t cleanup_due;
@@ -237,6 +238,8 @@ void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j);
  * said when). */
 void lifecycle_tick(struct wbg_lifecycle *hs);
 bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+/* Whether a handover of the cgroup is in progress. O(log n). */
+bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
 
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
  * (inode: which, flushed with the rest of the cgroup's own), or a foreign

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""tenant-load MODE ...: a hostile tenant's load on wbguardd (the guest side
+of tests/bench/tenant-bench). Every mode writes one JSON line of what it
+achieved to stdout when it ends (SIGTERM ends the endless ones).
+
+  empties ROOT N            N empty cgroups below ROOT (a delegated subtree)
+  churn ROOT RATE           create, populate (this process moves in), empty
+                            and remove RATE sub-cgroups a second
+  many ROOT N DIR FILES     N cgroups, each writing FILES small files in DIR
+  fs8 ROOT DIRS...          a cgroup dirtying every DIR, removed, again
+  conns N PER               N addresses (127.0.0.2..) x PER connections to
+                            the metrics port, each trickling a byte every 2 s
+"""
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+stop = False
+
+
+def on_term(*_):
+    global stop
+    stop = True
+
+
+signal.signal(signal.SIGTERM, on_term)
+signal.signal(signal.SIGINT, on_term)
+CG = "/sys/fs/cgroup"
+
+
+def move(path):
+    with open(os.path.join(CG, path, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def home():
+    return open("/proc/self/cgroup").read().strip().split("::", 1)[1].lstrip("/")
+
+
+def empties(root, n):
+    t0 = time.time()
+    made = 0
+    for i in range(n):
+        if stop:
+            break
+        d = os.path.join(CG, root, "e%d" % (i // 1000), "c%d" % i)
+        if i % 1000 == 0:
+            os.makedirs(os.path.dirname(d), exist_ok=True)
+        os.mkdir(d)
+        made += 1
+    return {"made": made, "seconds": round(time.time() - t0, 1)}
+
+
+def churn(root, rate):
+    me, n, t0 = home(), 0, time.time()
+    step = 1.0 / rate
+    while not stop:
+        p = os.path.join(root, "ch%d" % n)
+        os.mkdir(os.path.join(CG, p))
+        move(p)
+        move(me)
+        os.rmdir(os.path.join(CG, p))
+        n += 1
+        delay = t0 + n * step - time.time()
+        if delay > 0:
+            time.sleep(delay)
+    return {"cycles": n, "per_sec": round(n / (time.time() - t0), 1)}
+
+
+def many(root, n, d, files):
+    me, t0, done = home(), time.time(), 0
+    os.makedirs(d, exist_ok=True)
+    for i in range(n):
+        if stop:
+            break
+        p = os.path.join(root, "m%d" % i)
+        os.mkdir(os.path.join(CG, p))
+        move(p)
+        for f in range(files):
+            with open(os.path.join(d, "m%d-%d" % (i, f)), "w") as fh:
+                fh.write("x" * 100)
+        move(me)
+        done += 1
+    return {"cgroups": done, "files": done * files, "seconds": round(time.time() - t0, 1)}
+
+
+def fs8(root, dirs):
+    me, n, t0 = home(), 0, time.time()
+    while not stop:
+        p = os.path.join(root, "fs%d" % n)
+        os.mkdir(os.path.join(CG, p))
+        move(p)
+        for d in dirs:
+            with open(os.path.join(d, "f%d" % (n % 4)), "wb") as fh:
+                fh.write(b"x" * 65536)
+        move(me)
+        os.rmdir(os.path.join(CG, p))
+        n += 1
+        time.sleep(0.5)
+    return {"removals": n, "filesystems": len(dirs), "seconds": round(time.time() - t0, 1)}
+
+
+def conn(addr):
+    s = socket.socket()
+    s.bind((addr, 0))
+    try:
+        s.connect(("127.0.0.1", 9573))
+        s.sendall(b"G")
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
+def conns(n, per):
+    """Slots held as long as the server lets them be: one the server
+    closes is opened again at once."""
+    held = {}
+    opened = closed = 0
+    for a in range(2, 2 + n):
+        for i in range(per):
+            held[(a, i)] = conn("127.0.0.%d" % a)
+            opened += held[(a, i)] is not None
+    while not stop:
+        time.sleep(2)
+        for k, s in held.items():
+            try:
+                if s is None:
+                    raise OSError
+                s.sendall(b"E")
+            except OSError:
+                closed += s is not None
+                held[k] = conn("127.0.0.%d" % k[0])
+                opened += held[k] is not None
+    return {"opened": opened, "closed_by_server": closed}
+
+
+def main():
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "empties":
+        r = empties(args[0], int(args[1]))
+    elif mode == "churn":
+        r = churn(args[0], float(args[1]))
+    elif mode == "many":
+        r = many(args[0], int(args[1]), args[2], int(args[3]))
+    elif mode == "fs8":
+        r = fs8(args[0], args[1:])
+    elif mode == "conns":
+        r = conns(int(args[0]), int(args[1]))
+    else:
+        sys.exit("tenant-load: unknown mode " + mode)
+    print(json.dumps({mode: r}), flush=True)
+
+
+main()

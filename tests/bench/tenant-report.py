@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""tenant-report OUT KERNEL EMPTIES MANY CHURN: tenant-bench's guest output
+as one JSON document (OUT/result.json, also printed), quiet and hostile side
+by side, with issue 23's goals and whether each was met."""
+import json
+import os
+import sys
+
+out, kernel, empties, many, churn = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+
+
+def load(name, default=None):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def samples(name):
+    """Microsecond samples as milliseconds; failures counted apart."""
+    try:
+        lines = open(os.path.join(out, name)).read().split()
+    except OSError:
+        return {"n": 0}
+    ok = sorted(int(x) / 1000 for x in lines if x.isdigit())
+    fail = sum(1 for x in lines if not x.isdigit())
+
+    def pct(p):
+        return round(ok[min(len(ok) - 1, int(p / 100 * len(ok)))], 1) if ok else None
+
+    return {"n": len(ok), "failed": fail, "p50_ms": pct(50), "p99_ms": pct(99), "max_ms": round(ok[-1], 1) if ok else None}
+
+
+def stall(phase):
+    j = load(phase + "-stall.json")
+    if not j:
+        return None
+    return {
+        "old_dirty_at_removal_bytes": j["old"]["file_dirty_at_removal"],
+        "worst_lag_s": j["new"]["worst_lag_s"],
+        "append_s": j["new"]["elapsed_s"],
+        "enoent": j.get("cgroup_writeback_by_id", {}).get("old_target", {}).get("enoent", 0),
+    }
+
+
+def metric(name):
+    try:
+        for line in open(os.path.join(out, "metrics.txt")):
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def cost(phase):
+    c = load(phase + "-cost.json", {})
+    tck = c.get("clk_tck", 100)
+    wall = float(c.get("wall_s", 0) or 0)
+    cpu = c.get("cpu_ticks", 0) / tck
+    return {"rss_bytes": c.get("rss"), "cpu_s": round(cpu, 2), "wall_s": round(wall, 1),
+            "cpu_share": round(cpu / wall, 3) if wall else None}
+
+
+loads = {}
+for m in ("empties", "churn", "many", "fs8", "conns"):
+    loads.update(load("load-" + m + ".json", {m: None}))
+try:
+    rss_peak = int(open(os.path.join(out, "rss_peak")).read())
+except (OSError, ValueError):
+    rss_peak = None
+
+res = {
+    "bench": "tenant-bench",
+    "command": "tests/bench/tenant-bench --empties %d --many %d --churn %d --kernel %s" % (empties, many, churn, kernel),
+    "kernel": kernel,
+    "registered": load("registered.json", {}).get("registered"),
+    "register_createRuntime": samples("register-us.txt"),
+    "tenant_achieved": loads,
+    "quiet": {
+        "hook_createRuntime": samples("quiet-create-us.txt"),
+        "hook_poststop": samples("quiet-poststop-us.txt"),
+        "ping": samples("quiet-ping-us.txt"),
+        "http_livez": samples("quiet-livez-us.txt"),
+        "cost": cost("quiet"),
+        "replacement": stall("quiet"),
+    },
+    "hostile": {
+        "hook_createRuntime": samples("hostile-create-us.txt"),
+        "hook_poststop": samples("hostile-poststop-us.txt"),
+        "ping": samples("hostile-ping-us.txt"),
+        "http_livez": samples("hostile-livez-us.txt"),
+        "cost": dict(cost("hostile"), rss_peak_bytes=rss_peak),
+        "replacement": stall("hostile"),
+    },
+    "unguarded_replacement": stall("unguarded"),
+    "refusals": {
+        "cgroups_refused_tenant": metric('wbguard_cgroups_refused_total{reason="max_cgroups_per_tenant"}'),
+        "cgroups_refused_node": metric('wbguard_cgroups_refused_total{reason="max_cgroups"}'),
+        "inode_records_tenant_share": metric('wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'),
+        "watch_tenant_full": metric("wbguard_dying_watch_tenant_full_total"),
+        "evidence_capped": metric("wbguard_dying_evidence_capped_total"),
+        "http_deadline_closes": metric("wbguard_http_deadline_closes_total"),
+        "tracked_cgroups": metric("wbguard_tracked_cgroups"),
+    },
+}
+h = res["hostile"]
+u = res["unguarded_replacement"] or {}
+goal = {
+    "hook p99 < 50 ms": [h["hook_createRuntime"].get("p99_ms"), h["hook_poststop"].get("p99_ms")],
+    "hook max < 1 s": [h["hook_createRuntime"].get("max_ms"), h["hook_poststop"].get("max_ms")],
+    "liveness (ping) always < 1 s": [h["ping"].get("max_ms"), h["ping"].get("failed")],
+    "RSS under the DaemonSet's request (32 MiB)": rss_peak,
+    "replacement: -ENOENT under a quarter of unguarded": [(h["replacement"] or {}).get("enoent"), u.get("enoent")],
+}
+met = {}
+vals = goal["hook p99 < 50 ms"]
+met["hook p99 < 50 ms"] = all(v is not None and v < 50 for v in vals)
+vals = goal["hook max < 1 s"]
+met["hook max < 1 s"] = all(v is not None and v < 1000 for v in vals)
+met["liveness (ping) always < 1 s"] = h["ping"].get("max_ms") is not None and h["ping"]["max_ms"] < 1000 and not h["ping"].get("failed")
+met["RSS under the DaemonSet's request (32 MiB)"] = rss_peak is not None and rss_peak < 32 << 20
+e, ue = goal["replacement: -ENOENT under a quarter of unguarded"]
+met["replacement: -ENOENT under a quarter of unguarded"] = e is not None and bool(ue) and e * 4 < ue
+res["goals"] = {k: {"measured": goal[k], "met": met[k]} for k in goal}
+with open(os.path.join(out, "result.json"), "w") as f:
+    json.dump(res, f, indent=2)
+print(json.dumps(res, indent=2))
