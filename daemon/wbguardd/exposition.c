@@ -45,8 +45,9 @@ static void write_textfile(FILE *f, const struct manager *m)
 
 void metrics_write(const struct manager *m, FILE *f)
 {
+	uint64_t too_long = 0;
 	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
-						.per_cgroup = m->cfg.metrics_per_cgroup };
+						.per_cgroup = m->cfg.metrics_per_cgroup, .too_long = &too_long };
 
 	lifecycle_metrics(f, &m->lifecycle);
 	watch_metrics(f, &m->watch);
@@ -85,6 +86,10 @@ void metrics_write(const struct manager *m, FILE *f)
 	verdicts_metrics(f, &m->verdicts);
 	expiry_metrics(f, &m->expiry);
 	metrics_write_kernel(f, &kernel);
+	metric_value(f, "wbguard_cgroup_series_path_too_long", "gauge",
+		     "Per-cgroup series left out of this scrape: the cgroup's path is over 512 bytes (its counts are "
+		     "in the node-wide totals).",
+		     (double)too_long);
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
 	metric_counter(f, "wbguard_http_deadline_closes_total",
 		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",

@@ -28,7 +28,15 @@ static char *cgroup_labels(const struct wbg_kernel_view *m, uint64_t id)
 	size_t n = 0;
 	FILE *f;
 
-	if (!path || !(f = open_memstream(&buf, &n)))
+	if (!path)
+		return NULL;
+	if (strlen(path) > WBG_LABEL_PATH_MAX) {
+		/* a tenant's deep chain would make every scrape megabytes */
+		if (m->too_long)
+			(*m->too_long)++;
+		return NULL;
+	}
+	if (!(f = open_memstream(&buf, &n)))
 		return NULL;
 	containers_names(m->containers, path, &names);
 	{

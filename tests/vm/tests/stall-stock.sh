@@ -50,6 +50,21 @@ check "metrics: fallback programs this kernel lacks are reported, with the reaso
 check "metrics: foreign dirtying of files on the owner-wb path" \
 	test "$(metric 'wbguard_kernel_foreign_dirty_total{folio="file",path="owner_wb"}')" -gt 0
 
+# A cgroup path over 512 bytes is no label value: its per-cgroup series are
+# left out (counted), the node-wide totals keep its counts.
+long=$(printf 'l%.0s' $(seq 255)) # .../w/old: 517 bytes
+mkdir -p /sys/fs/cgroup/$long/$long
+echo +memory >/sys/fs/cgroup/$long/cgroup.subtree_control
+echo +memory >/sys/fs/cgroup/$long/$long/cgroup.subtree_control
+$WBG_BUILD/tests/wbstall --files 20 --old-secs 2 --new-secs 6 --dir /mnt/ext4 --mode alive --name "$long/$long/w" \
+	--json /wbg-out/long.json >/dev/null
+scrape_metrics
+check "a 517-byte cgroup path's foreign flushes: no series of its own, counted ($(metric wbguard_cgroup_series_path_too_long))" \
+	sh -c "[ '$(jqv /wbg-out/long.json '.cgroup_writeback_by_id.old_target.ok')' -gt 0 ] &&
+	       ! grep -q '^wbguard_cgroup_foreign_flushes_total{id=\"/$long' /wbg-out/metrics.txt &&
+	       [ '$(metric wbguard_cgroup_series_path_too_long)' -gt 0 ]"
+rmdir /sys/fs/cgroup/$long/$long /sys/fs/cgroup/$long
+
 $S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
 check "wbstall on xfs, removed" test $? = 0
 # XFS writes most of the old writer's data back during its run; with the
