@@ -55,12 +55,22 @@ static void put_addr(const struct sockaddr_storage *ss, __be32 out[4], __be16 *p
 	}
 }
 
-int tcp_peer_uid(int fd, uid_t *ret_uid)
+static int ends(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer)
+{
+	socklen_t ll = sizeof(*local), pl = sizeof(*peer);
+
+	if (getsockname(fd, (struct sockaddr *)local, &ll) < 0 || getpeername(fd, (struct sockaddr *)peer, &pl) < 0)
+		return -errno;
+	if (local->ss_family != peer->ss_family || (local->ss_family != AF_INET && local->ss_family != AF_INET6))
+		return -EAFNOSUPPORT;
+	return 0;
+}
+
+static int sock_diag_uid(const struct sockaddr_storage *local, const struct sockaddr_storage *peer, uid_t *ret_uid)
 {
 	_cleanup_(nl_socket_freep) struct nl_sock *sk = NULL;
-	struct sockaddr_storage local, peer;
-	socklen_t ll = sizeof(local), pl = sizeof(peer);
 	struct inet_diag_req_v2 req = {
+		.sdiag_family = local->ss_family,
 		.sdiag_protocol = IPPROTO_TCP,
 		.idiag_states = ~0U,
 		.id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE },
@@ -68,15 +78,9 @@ int tcp_peer_uid(int fd, uid_t *ret_uid)
 	struct found f = { 0 };
 	int r;
 
-	if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
-		return -errno;
-	if (local.ss_family != peer.ss_family || (local.ss_family != AF_INET && local.ss_family != AF_INET6))
-		return -EAFNOSUPPORT;
 	/* the peer's socket: its own end is our peer, its far end is us */
-	req.sdiag_family = local.ss_family;
-	put_addr(&peer, req.id.idiag_src, &req.id.idiag_sport);
-	put_addr(&local, req.id.idiag_dst, &req.id.idiag_dport);
-
+	put_addr(peer, req.id.idiag_src, &req.id.idiag_sport);
+	put_addr(local, req.id.idiag_dst, &req.id.idiag_dport);
 	sk = nl_socket_alloc();
 	if (!sk)
 		return -ENOMEM;
@@ -88,9 +92,73 @@ int tcp_peer_uid(int fd, uid_t *ret_uid)
 		r = nl_send_simple(sk, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, &req, sizeof(req));
 	if (r >= 0)
 		r = nl_recvmsgs_default(sk);
-	/* not found: the kernel answers with an error (ENOENT) */
+	/* not found, or no inet_diag in this kernel: both answer ENOENT */
 	if (!f.found)
 		return r == -NLE_OBJ_NOTFOUND || r >= 0 ? -ENOENT : -EIO;
 	*ret_uid = f.uid;
 	return 0;
+}
+
+/* An address as proc's tcp tables print it: each 32-bit word as the host
+ * reads it, in hex, then the port. */
+static void proc_addr(const struct sockaddr_storage *ss, char *buf, size_t size)
+{
+	__be32 a[4] = { 0 };
+	__be16 port;
+
+	put_addr(ss, a, &port);
+	if (ss->ss_family == AF_INET)
+		snprintf(buf, size, "%08X:%04X", (unsigned)a[0], (unsigned)ntohs(port));
+	else
+		snprintf(buf, size, "%08X%08X%08X%08X:%04X", (unsigned)a[0], (unsigned)a[1], (unsigned)a[2],
+			 (unsigned)a[3], (unsigned)ntohs(port));
+}
+
+static int procfs_uid(const char *proc, const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+		      uid_t *ret_uid)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[4096], want_local[64], want_rem[64], line[512];
+
+	snprintf(path, sizeof(path), "%s/net/%s", proc, local->ss_family == AF_INET ? "tcp" : "tcp6");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* the peer's socket's line: local = our peer, remote = us */
+	proc_addr(peer, want_local, sizeof(want_local));
+	proc_addr(local, want_rem, sizeof(want_rem));
+	while (fgets(line, sizeof(line), f)) {
+		char l[64], rem[64];
+		unsigned st, uid;
+
+		if (sscanf(line, " %*u: %63s %63s %x %*s %*s %*s %u", l, rem, &st, &uid) == 4 &&
+		    strcmp(l, want_local) == 0 && strcmp(rem, want_rem) == 0) {
+			*ret_uid = (uid_t)uid;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid)
+{
+	struct sockaddr_storage local, peer;
+	int r = ends(fd, &local, &peer);
+
+	return r < 0 ? r : procfs_uid(proc, &local, &peer, ret_uid);
+}
+
+int tcp_peer_uid(int fd, uid_t *ret_uid)
+{
+	struct sockaddr_storage local, peer;
+	int r = ends(fd, &local, &peer);
+
+	if (r < 0)
+		return r;
+	r = sock_diag_uid(&local, &peer, ret_uid);
+	if (r == 0)
+		return 0;
+	/* a kernel without inet_diag answers every lookup with ENOENT:
+	 * proc's table tells a remote peer from a missing module */
+	return procfs_uid("/proc", &local, &peer, ret_uid);
 }

@@ -8,5 +8,9 @@
 #include <sys/types.h>
 
 /* fd: a connected TCP socket (IPv4 or IPv6). -ENOENT when the peer's
- * socket is not in this network namespace (a remote peer). */
+ * socket is not in this network namespace (a remote peer). Where the
+ * kernel has no inet_diag (CONFIG_INET_DIAG off), the same answer from
+ * proc's tcp tables, a read of every TCP socket's line: slower, only then. */
 int tcp_peer_uid(int fd, uid_t *ret_uid);
+/* That second way alone, from proc (a /proc, for tests). */
+int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -42,7 +43,7 @@ static int listener(int family, struct sockaddr_storage *ss, socklen_t *len)
 
 /* A connection to the listener from a child as uid (or from this process,
  * uid < 0); the accepted end's owner as tcp_peer_uid() tells it. */
-static int peer_of(int family, int as_uid, uid_t *ret)
+static int peer_of(int family, int as_uid, bool procfs, uid_t *ret)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -74,7 +75,7 @@ static int peer_of(int family, int as_uid, uid_t *ret)
 			return -errno;
 	}
 	a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	r = a < 0 ? -errno : tcp_peer_uid(a, ret);
+	r = a < 0 ? -errno : procfs ? tcp_peer_uid_procfs("/proc", a, ret) : tcp_peer_uid(a, ret);
 	if (pid > 0) {
 		close(pipefd[1]);
 		waitpid(pid, NULL, 0);
@@ -92,7 +93,7 @@ int main(void)
 	uid_t uid = 12345;
 	int r, fds[2];
 
-	r = peer_of(AF_INET, -1, &uid);
+	r = peer_of(AF_INET, -1, false, &uid);
 	if (r == -EPROTONOSUPPORT || r == -EIO) {
 		SKIP("no NETLINK_SOCK_DIAG (inet_diag) here: %s", strerror(-r));
 		return tap_done();
@@ -100,15 +101,25 @@ int main(void)
 	CHECK(r == 0 && uid == getuid(), "IPv4 loopback: our own connection is ours (%d, uid %u)", r, (unsigned)uid);
 	if (getuid() == 0) {
 		uid = 0;
-		r = peer_of(AF_INET, 65534, &uid);
+		r = peer_of(AF_INET, 65534, false, &uid);
 		CHECK(r == 0 && uid == 65534, "IPv4: a connection from a child as 65534 is 65534's (%d, %u)", r,
 		      (unsigned)uid);
 		uid = 0;
-		r = peer_of(AF_INET6, 65534, &uid);
+		r = peer_of(AF_INET6, 65534, false, &uid);
 		if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT)
 			SKIP("no IPv6 loopback here");
 		else
 			CHECK(r == 0 && uid == 65534, "IPv6: the same (%d, %u)", r, (unsigned)uid);
+		/* kernels without inet_diag: proc's tcp tables */
+		uid = 0;
+		r = peer_of(AF_INET, 65534, true, &uid);
+		CHECK(r == 0 && uid == 65534, "from /proc/net/tcp: the same (%d, %u)", r, (unsigned)uid);
+		uid = 0;
+		r = peer_of(AF_INET6, 65534, true, &uid);
+		if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT)
+			SKIP("no IPv6 loopback here");
+		else
+			CHECK(r == 0 && uid == 65534, "from /proc/net/tcp6: the same (%d, %u)", r, (unsigned)uid);
 	} else
 		SKIP("not root: no other user to connect as");
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0 && tcp_peer_uid(fds[0], &uid) == -EAFNOSUPPORT,
