@@ -100,26 +100,28 @@ int main(void)
 	}
 	CHECK(r == 0 && uid == getuid(), "IPv4 loopback: our own connection is ours (%d, uid %u)", r, (unsigned)uid);
 	if (getuid() == 0) {
-		uid = 0;
-		r = peer_of(AF_INET, 65534, false, &uid);
-		CHECK(r == 0 && uid == 65534, "IPv4: a connection from a child as 65534 is 65534's (%d, %u)", r,
-		      (unsigned)uid);
-		uid = 0;
-		r = peer_of(AF_INET6, 65534, false, &uid);
-		if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT)
-			SKIP("no IPv6 loopback here");
-		else
-			CHECK(r == 0 && uid == 65534, "IPv6: the same (%d, %u)", r, (unsigned)uid);
-		/* kernels without inet_diag: proc's tcp tables */
-		uid = 0;
-		r = peer_of(AF_INET, 65534, true, &uid);
-		CHECK(r == 0 && uid == 65534, "from /proc/net/tcp: the same (%d, %u)", r, (unsigned)uid);
-		uid = 0;
-		r = peer_of(AF_INET6, 65534, true, &uid);
-		if (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT)
-			SKIP("no IPv6 loopback here");
-		else
-			CHECK(r == 0 && uid == 65534, "from /proc/net/tcp6: the same (%d, %u)", r, (unsigned)uid);
+		/* another user's connection, by sock_diag and (kernels without
+		 * inet_diag) by proc's tcp tables, on IPv4 and IPv6 */
+		static const struct {
+			int family;
+			bool procfs;
+			const char *what;
+		} ways[] = {
+			{ AF_INET, false, "IPv4, sock_diag" },
+			{ AF_INET6, false, "IPv6, sock_diag" },
+			{ AF_INET, true, "IPv4, /proc/net/tcp" },
+			{ AF_INET6, true, "IPv6, /proc/net/tcp6" },
+		};
+
+		for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++) {
+			uid = 0;
+			r = peer_of(ways[i].family, 65534, ways[i].procfs, &uid);
+			if (ways[i].family == AF_INET6 && (r == -EADDRNOTAVAIL || r == -EAFNOSUPPORT))
+				SKIP("%s: no IPv6 loopback here", ways[i].what);
+			else
+				CHECK(r == 0 && uid == 65534, "%s: a connection from a child as 65534 is 65534's (%d, %u)",
+				      ways[i].what, r, (unsigned)uid);
+		}
 	} else
 		SKIP("not root: no other user to connect as");
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0 && tcp_peer_uid(fds[0], &uid) == -EAFNOSUPPORT,
