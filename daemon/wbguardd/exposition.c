@@ -91,6 +91,10 @@ void metrics_write(const struct manager *m, FILE *f)
 		     "in the node-wide totals).",
 		     (double)too_long);
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
+	metric_family(f, "wbguard_event_loop_lag_seconds", "histogram",
+		      "How late the event loop ran its timers (handover ticks, expiry rounds, the verdict refresh): "
+		      "the wait of every hook call, probe and scrape behind them. Includes the timers' 10 ms accuracy.");
+	metric_hist(f, "wbguard_event_loop_lag_seconds", &m->loop_lag);
 	metric_counter(f, "wbguard_http_deadline_closes_total",
 		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",
 		       m->http.deadline_closes);

@@ -88,10 +88,20 @@ void manager_refresh_verdict(struct manager *m)
 	wbg_bpf_stall_enable(m->bpf, m->mitigating && m->cfg.flush);
 }
 
+/* A timer's lateness: usec is when it was due. Its accuracy (up to 10 ms
+ * for the lifecycle's and expiry's) is part of the figure. */
+static void note_lag(struct manager *m, uint64_t usec)
+{
+	uint64_t now = manager_now_usec(m);
+
+	hist_observe(&m->loop_lag, now > usec ? (double)(now - usec) / 1e6 : 0);
+}
+
 static int on_verdict_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
+	note_lag(m, usec);
 	manager_refresh_verdict(m);
 	/* the textfile too, once a minute, so that its timestamp says the
 	 * daemon is alive while nothing happens (a dead one's goes stale) */
@@ -105,6 +115,7 @@ static int on_lifecycle_due(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
+	note_lag(m, usec);
 	lifecycle_tick(&m->lifecycle);
 	return 0;
 }
@@ -113,6 +124,7 @@ static int on_expiry_due(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
+	note_lag(m, usec);
 	expiry_tick(&m->expiry);
 	return 0;
 }
@@ -243,6 +255,11 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	/* parts not started yet hold no descriptor */
 	m->watch.fd = m->host.mountinfo_fd = m->control.fd = -EBADF;
 	m->log_level_override = -1;
+	{
+		static const double lag[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
+
+		hist_init(&m->loop_lag, lag, ELEMENTSOF(lag));
+	}
 	config_init(&m->cfg);
 	m->reload_ok = true;
 	m->config_path = strdup(config_path);

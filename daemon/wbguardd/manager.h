@@ -67,6 +67,9 @@ struct manager {
 	struct wbg_textfile *textfile;
 	uint64_t textfile_written_usec;
 	uint64_t cleanup_seq, api_calls;
+	/* how late its timers fire: what a tenant's load does to every
+	 * caller the loop answers (hook calls, probes, scrapes) */
+	struct wbg_hist loop_lag;
 	bool bus_name_owned;
 	unsigned name_retries;             /* RequestName denied: asked again */
 	sd_event_source *name_retry_source;
