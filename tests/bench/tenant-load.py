@@ -10,6 +10,8 @@ achieved to stdout when it ends (SIGTERM ends the endless ones).
   fs8 ROOT DIRS...          a cgroup dirtying every DIR, removed, again
   conns N PER               N addresses (127.0.0.2..) x PER connections to
                             the metrics port, each trickling a byte every 2 s
+
+TENANT_HOME (a cgroup path below /sys/fs/cgroup): where it runs.
 """
 import json
 import os
@@ -140,6 +142,8 @@ def conns(n, per):
 
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
+    if os.environ.get("TENANT_HOME"):
+        move(os.environ["TENANT_HOME"])  # the tenant's own cgroup (its CPU limit)
     if mode == "empties":
         r = empties(args[0], int(args[1]))
     elif mode == "churn":
