@@ -107,6 +107,48 @@ res = {
 }
 h = res["hostile"]
 u = res["unguarded_replacement"] or {}
+q = res["quiet"]
+
+
+def ratio(a, b):
+    return round(a / b, 2) if a is not None and b else None
+
+
+# Under TCG a process's exec alone takes about a tenth of a second, so the
+# quiet figures are the floor: the ratios say what the tenant added.
+res["hostile_over_quiet"] = {
+    k + "_" + p: ratio(h[k].get(p + "_ms"), q[k].get(p + "_ms"))
+    for k in ("hook_createRuntime", "hook_poststop", "ping", "http_livez")
+    for p in ("p50", "p99", "max")
+}
+
+
+def lag_hist(name):
+    """wbguard_event_loop_lag_seconds's cumulative buckets in a scrape."""
+    b = {}
+    try:
+        for line in open(os.path.join(out, name)):
+            if line.startswith("wbguard_event_loop_lag_seconds_bucket{le="):
+                le = line.split('"')[1]
+                b[le] = float(line.split()[1])
+    except OSError:
+        return None
+    return b
+
+
+def lag_summary(b):
+    if not b:
+        return None
+    total = b.get("+Inf", 0)
+    over = {le: round(total - n) for le, n in b.items() if le in ("0.05", "0.1", "1")}
+    return {"timers": round(total), "later_than_s": over}
+
+
+qh, ah = lag_hist("quiet-metrics.txt"), lag_hist("metrics.txt")
+res["event_loop_lag"] = {
+    "quiet": lag_summary(qh),
+    "hostile": lag_summary({k: v - (qh or {}).get(k, 0) for k, v in ah.items()} if ah else None),
+}
 goal = {
     "hook p99 < 50 ms": [h["hook_createRuntime"].get("p99_ms"), h["hook_poststop"].get("p99_ms")],
     "hook max < 1 s": [h["hook_createRuntime"].get("max_ms"), h["hook_poststop"].get("max_ms")],
