@@ -462,11 +462,17 @@ static void dispatch(struct wbg_watch *w, const struct inotify_event *e)
 	}
 }
 
+#define WATCH_READS_PER_CALL 4
+
 int watch_process(struct wbg_watch *w)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 
-	for (;;) {
+	/* A bounded batch per call (about 8,000 events): a tenant making
+	 * cgroups as fast as they are read would otherwise hold the loop, and
+	 * every hook call and probe behind it, for as long as it liked. The
+	 * rest is read at the loop's next turn (the fd is level-triggered). */
+	for (unsigned reads = 0; reads < WATCH_READS_PER_CALL; reads++) {
 		ssize_t n = read(w->fd, buf, sizeof(buf));
 
 		if (n < 0) {

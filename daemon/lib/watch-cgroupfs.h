@@ -57,7 +57,8 @@ void watch_done(struct wbg_watch *w);
 /* Walks the tree under the root, max_depth levels deep, and
  * tracks every cgroup in scope, reporting those that vanished since. */
 int watch_rescan(struct wbg_watch *w);
-/* Reads and dispatches pending inotify events. */
+/* Reads and dispatches pending inotify events, a bounded batch per call:
+ * call again while the fd is readable. */
 int watch_process(struct wbg_watch *w);
 /* Whether the path is in one of the configured subtrees (or an ancestor
  * of one, which must be watched so the subtree's creation is seen). */

@@ -133,6 +133,31 @@ int main(void)
 	rmcg("kubepods.slice/pod1");
 	pump(&w);
 	CHECK(strstr(log_, "-kubepods.slice/pod1 ") != NULL, "removal seen: %s", log_);
+	{
+		/* a flood of new cgroups (a tenant's mkdir loop): one call
+		 * reads a bounded batch and gives the loop back; the rest
+		 * comes at the next calls */
+		char p[128];
+		size_t before = reg.n;
+		struct pollfd pfd = { .fd = w.fd, .events = POLLIN };
+
+		mkcg("system.slice/flood.service", 0);
+		pump(&w);
+		for (int i = 0; i < 8000; i++) {
+			snprintf(p, sizeof(p), "%s/system.slice/flood.service/cgroup-number-%05d", root, i);
+			(void)mkdir(p, 0755);
+		}
+		CHECK(watch_process(&w) == 0 && poll(&pfd, 1, 0) == 1 && reg.n - before < 8000,
+		      "8,000 new cgroups (384 KiB of events): one call took %zu, the rest left for the loop's next turns", reg.n - before - 1);
+		pump(&w);
+		CHECK(reg.n - before == 8001, "and the next turns took them all (%zu)", reg.n - before);
+		snprintf(p, sizeof(p), "rm -rf %s/system.slice/flood.service", root);
+		log_[0] = 0;
+		if (system(p) != 0)
+			abort();
+		pump(&w);
+		log_[0] = 0;
+	}
 	CHECK(registry_find_path(&reg, "kubepods.slice/pod1") == NULL, "removed cgroup dropped from the registry");
 
 	/* A subtree created in one go (mkdir -p) before the watch on its
