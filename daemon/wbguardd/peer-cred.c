@@ -42,16 +42,20 @@ static void nl_socket_freep(struct nl_sock **s)
 /* addr into the 4 words inet_diag uses (an IPv4 address in the first). */
 static void put_addr(const struct sockaddr_storage *ss, __be32 out[4], __be16 *port)
 {
+	/* copies, not casts: the storage is only as typed as getsockname()
+	 * left it */
 	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		struct sockaddr_in a;
 
-		out[0] = a->sin_addr.s_addr;
-		*port = a->sin_port;
+		memcpy(&a, ss, sizeof(a));
+		out[0] = a.sin_addr.s_addr;
+		*port = a.sin_port;
 	} else {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		struct sockaddr_in6 a;
 
-		memcpy(out, &a->sin6_addr, 16);
-		*port = a->sin6_port;
+		memcpy(&a, ss, sizeof(a));
+		memcpy(out, &a.sin6_addr, 16);
+		*port = a.sin6_port;
 	}
 }
 
@@ -142,7 +146,7 @@ static int procfs_uid(const char *proc, const struct sockaddr_storage *local, co
 
 int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid)
 {
-	struct sockaddr_storage local, peer;
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
 	int r = ends(fd, &local, &peer);
 
 	return r < 0 ? r : procfs_uid(proc, &local, &peer, ret_uid);
@@ -150,7 +154,7 @@ int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid)
 
 int tcp_peer_uid(int fd, uid_t *ret_uid)
 {
-	struct sockaddr_storage local, peer;
+	struct sockaddr_storage local = { 0 }, peer = { 0 };
 	int r = ends(fd, &local, &peer);
 
 	if (r < 0)
