@@ -20,7 +20,7 @@ static unsigned count_unit(const struct wbg_registry *r, const char *unit)
 int main(void)
 {
 	struct wbg_registry r = { 0 };
-	struct wbg_cgroup *sys, *a, *ua, *b, *c;
+	struct wbg_cgroup *sys = NULL, *a = NULL, *ua = NULL, *b = NULL, *c = NULL;
 	char p[128];
 
 	CHECK(registry_add(&r, 1, "", &c) == 0 && registry_add(&r, 2, "system.slice", &sys) == 0 &&
@@ -30,6 +30,8 @@ int main(void)
 		      registry_add(&r, 6, "user.slice/user-1000.slice/user@1000.service", &c) == 0 &&
 		      registry_add(&r, 7, "user.slice/user-1000.slice/user@1000.service/a.service", &ua) == 0,
 	      "a tree with a system unit and a user's unit of the same name");
+	if (!a || !ua)
+		return tap_done();
 	CHECK(count_unit(&r, "a.service") == 2 && count_unit(&r, "b.service") == 0,
 	      "by unit: both a.service cgroups, no b.service");
 	CHECK(registry_has_children(&r, "system.slice") && !registry_has_children(&r, "system.slice/a.service") &&
