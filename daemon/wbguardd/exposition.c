@@ -86,7 +86,7 @@ void metrics_write(const struct manager *m, FILE *f)
 	verdicts_metrics(f, &m->verdicts);
 	expiry_metrics(f, &m->expiry);
 	metrics_write_kernel(f, &kernel);
-	metric_value(f, "wbguard_cgroup_series_path_too_long", "gauge",
+	metric_value(f, "wbguard_series_path_too_long", "gauge",
 		     "Per-cgroup series left out of this scrape: the cgroup's path is over 512 bytes (its counts are "
 		     "in the node-wide totals).",
 		     (double)too_long);

@@ -59,10 +59,10 @@ echo +memory >/sys/fs/cgroup/$long/$long/cgroup.subtree_control
 $WBG_BUILD/tests/wbstall --files 20 --old-secs 2 --new-secs 6 --dir /mnt/ext4 --mode alive --name "$long/$long/w" \
 	--json /wbg-out/long.json >/dev/null
 scrape_metrics
-check "a 517-byte cgroup path's foreign flushes: no series of its own, counted ($(metric wbguard_cgroup_series_path_too_long))" \
+check "a 517-byte cgroup path's foreign flushes: no series of its own, counted ($(metric wbguard_series_path_too_long))" \
 	sh -c "[ '$(jqv /wbg-out/long.json '.cgroup_writeback_by_id.old_target.ok')' -gt 0 ] &&
 	       ! grep -q '^wbguard_cgroup_foreign_flushes_total{id=\"/$long' /wbg-out/metrics.txt &&
-	       [ '$(metric wbguard_cgroup_series_path_too_long)' -gt 0 ]"
+	       [ '$(metric wbguard_series_path_too_long)' -gt 0 ]"
 rmdir /sys/fs/cgroup/$long/$long /sys/fs/cgroup/$long
 
 $S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
