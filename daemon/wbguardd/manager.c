@@ -487,8 +487,8 @@ int manager_start(struct manager *m)
 	r = textfile_new(&m->textfile);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the metrics textfile writer");
-	r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, write_metrics, is_ready, m);
-	(void)metrics_http_allow(&m->http, m->cfg.metrics_allow_users);
+	r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users, write_metrics,
+			       is_ready, m);
 	if (r < 0)
 		return r;
 	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, manager_on_rmdir_event, m) >= 0) {

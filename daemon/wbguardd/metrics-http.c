@@ -254,7 +254,7 @@ static void rearm(struct wbg_metrics_http *m)
 		log_warning("Cannot arm the metrics server's request deadline: only the idle timeout applies");
 }
 
-int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,
+int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
 		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata)
 {
 	struct sockaddr_storage ss;
@@ -262,6 +262,9 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 	int r;
 
 	*m = (struct wbg_metrics_http){ .event = event, .write = write, .ready = ready, .userdata = userdata };
+	/* with the rest of its state, never after it: a restriction set
+	 * before a start that clears the struct would be lost unseen */
+	(void)metrics_http_allow(m, allow_users);
 	if (!listen[0])
 		return 0;
 	r = parse_listen(listen, &ss);

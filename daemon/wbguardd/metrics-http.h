@@ -39,8 +39,8 @@ struct wbg_metrics_http {
 
 #define WBG_HTTP_DEADLINE_USEC (10ULL * 1000 * 1000)
 
-/* listen: "host:port", or "" for none. */
-int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen,
+/* listen: "host:port", or "" for none; allow_users: as metrics_http_allow(). */
+int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
 		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata);
 void metrics_http_stop(struct wbg_metrics_http *m);
 /* users: [metrics] allow_users (names and uids; "" lets everyone read).
