@@ -94,16 +94,32 @@ STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 1G --dir /mnt/ext4
 
 # stall_judge WHAT JSON STALLED_JSON
 stall_judge() {
-	local what=$1 j=$2 stalled=$3 e u
+	local what=$1 j=$2 stalled=$3 e u c=""
 	e=$(jqv "$j" '.cgroup_writeback_by_id.old_target.enoent // 0')
 	u=$(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent // 0')
-	echo "# $what: old data dirty at removal $(jqv "$j" .old.file_dirty_at_removal) B; replacement worst lag $(jqv "$j" .new.worst_lag_s) s, append $(jqv "$j" .new.elapsed_s) s, -ENOENT $e (unguarded: $u)"
+	[ -s /wbg-out/control.json ] &&
+		c=" (control $(jqv /wbg-out/control.json .new.worst_lag_s) s, $(jqv /wbg-out/control.json .new.elapsed_s) s)"
+	echo "# $what: old data dirty at removal $(jqv "$j" .old.file_dirty_at_removal) B; replacement worst lag $(jqv "$j" .new.worst_lag_s) s, append $(jqv "$j" .new.elapsed_s) s$c, -ENOENT $e (unguarded: $u)"
 	if [ "$(jqv "$j" .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
 		check "$what: -ENOENT to the old cgroup under a quarter of the unguarded run's ($e of $u)" \
 			awk -v e="${e:-0}" -v u="${u:-0}" 'BEGIN { exit !(u > 0 && e * 4 < u) }'
 	else
 		skip "$what: the kernel had written the old cgroup's data before its removal (no stall to prevent)"
 	fi
+}
+
+# stall_control: the never-removed control of the cases below, in the same
+# guest and conditions (the same reproduction with the old cgroup kept,
+# periodic flusher off, no wbguardd): stall_judge prints each case's worst
+# lag and append time next to its own. A figure, not a check (performance
+# is for the benchmarks; tests/README has the table).
+stall_control() {
+	local wb
+	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --mode alive --json /wbg-out/control.json >/dev/null
+	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+	echo "# control (old cgroup kept): worst lag $(jqv /wbg-out/control.json .new.worst_lag_s) s, append $(jqv /wbg-out/control.json .new.elapsed_s) s"
 }
 
 # kill_while_watched STALLED_JSON: on-evidence, wbguardd killed -9 while the

@@ -63,6 +63,7 @@ daemon_stop
 # replacement writes. 6.1 has no wb_stats, so only the pending record the
 # watch left in the state dir says what to flush; the restart flushes it
 # (recovered) and the replacement does not stall.
+stall_control
 kill_while_watched /wbg-out/r.json
 # Removals it never saw (down at the removal) or refused (watch_max): the
 # stall itself starts a handover, or the removal is flushed at once.

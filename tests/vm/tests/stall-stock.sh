@@ -158,6 +158,7 @@ daemon_stop
 
 # A watch survives a kill -9 (6.12: wb_stats could find it too; the
 # pending record names it first).
+stall_control
 kill_while_watched /wbg-out/ext4.json
 # Removals it never saw (down at the removal; debugfs unmounted, so that
 # only the stall tells) or refused (watch_max).

@@ -1,1 +1,0 @@
- (boot 10 s, work 28 s, 1 guest1)
