@@ -108,6 +108,12 @@ stall_judge() {
 	fi
 }
 
+# records_mark / records_since: the handover records written since the mark
+# (the state dir's file outlives the restarts within one guest, so an
+# earlier case's record must not answer for a later one).
+records_mark() { RECORDS_MARK=$(cat /run/wbguard/handovers.jsonl 2>/dev/null | wc -l); }
+records_since() { tail -n +$((${RECORDS_MARK:-0} + 1)) /run/wbguard/handovers.jsonl 2>/dev/null; }
+
 # stall_control: the never-removed control of the cases below, in the same
 # guest and conditions (the same reproduction with the old cgroup kept,
 # periodic flusher off, no wbguardd): stall_judge prints each case's worst
@@ -122,47 +128,52 @@ stall_control() {
 	echo "# control (old cgroup kept): worst lag $(jqv /wbg-out/control.json .new.worst_lag_s) s, append $(jqv /wbg-out/control.json .new.elapsed_s) s"
 }
 
-# kill_while_watched STALLED_JSON: on-evidence, wbguardd killed -9 while the
-# removed cgroup is watched and started again before the replacement writes
-# (--pause 8): the restart flushes what the watch's pending record named
-# (recovered).
+# kill_while_watched STALLED_JSON [NO_WBSTATS]: on-evidence, wbguardd
+# killed -9 while the removed cgroup is watched and started again before the
+# replacement writes (--pause 8): the restart flushes what the watch's
+# pending record named (recovered). NO_WBSTATS=1: debugfs unmounted for the
+# restart, so that its scan of dying wbs finds nothing (as before 6.10) and
+# only the record tells.
 kill_while_watched() {
-	local stalled=$1 ws i r wb
+	local stalled=$1 no_wbstats=${2:-} ws i r wb w=""
+	[ -n "$no_wbstats" ] && w=", no wb_stats"
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	records_mark
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
 	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/killed.json >/dev/null &
 	ws=$!
 	i=0
 	until { scrape_metrics && [ "$(metric wbguard_dying_watched)" = 1 ]; } || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
-	check "kill: the removed cgroup is watched" test "$(metric wbguard_dying_watched)" = 1
-	check "kill: its pending record is in the state dir" sh -c 'ls /run/wbguard/pending-*.json >/dev/null 2>&1'
+	check "kill$w: the removed cgroup is watched" test "$(metric wbguard_dying_watched)" = 1
+	check "kill$w: its pending record is in the state dir" sh -c 'ls /run/wbguard/pending-*.json >/dev/null 2>&1'
 	kill -KILL $DAEMON
 	wait $DAEMON 2>/dev/null
+	[ -n "$no_wbstats" ] && umount /sys/kernel/debug
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
-	check "kill: restarted" test $? = 0
+	check "kill$w: restarted" test $? = 0
 	wait $ws
+	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
 	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
-	r=$(grep '"trigger":"recovered"' /run/wbguard/handovers.jsonl | grep '"cgroup":"wbstall/old"' | tail -1)
-	echo "# recovered: $(echo "$r" | jq -c '{outcome, targets, cleanup_rerun}')"
-	check "kill: the restart flushed what the watch's record named (recovered, flushed)" \
+	r=$(records_since | grep '"trigger":"recovered"' | grep '"cgroup":"wbstall/old"' | tail -1)
+	echo "# recovered$w: $(echo "$r" | jq -c '{outcome, targets, cleanup_rerun}')"
+	check "kill$w: the restart flushed what the watch's record named (recovered, flushed)" \
 		test "$(echo "$r" | jq -r .outcome)" = flushed
-	stall_judge "kill -9 while watched" /wbg-out/killed.json "$stalled"
+	stall_judge "kill -9 while watched$w" /wbg-out/killed.json "$stalled"
 	daemon_stop
 }
 
-# unseen_removals STALLED_JSON [NO_WBSTATS]: the removals wbguardd never
-# saw or refused, covered by the stall itself. NO_WBSTATS=1: debugfs
-# unmounted, so that a restart's recovery cannot find the dying wb (as on
-# kernels before 6.10) and only the stall tells.
-#  (b) wbguardd stopped while the old cgroup writes, started after its
-#      removal, before the replacement writes;
-#  (c) the removal past [flush] watch_max (a removal watched already fills
-#      the table): flushed at once instead.
+# unseen_removals STALLED_JSON [NO_WBSTATS]: a removal wbguardd never saw,
+# covered by the restart's scan of dying wbs or by the stall itself: wbguardd
+# stopped while the old cgroup writes, started after its removal, before
+# the replacement writes. NO_WBSTATS=1: debugfs unmounted, so that a
+# restart's recovery cannot find the dying wb (as on kernels before 6.10)
+# and only the stall tells.
 unseen_removals() {
 	local stalled=$1 no_wbstats=${2:-} ws i r wb
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+	records_mark
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
 	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/unseen.json >/dev/null &
 	ws=$!
@@ -176,7 +187,7 @@ unseen_removals() {
 	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
 	sleep 1
 	scrape_metrics
-	r=$(jq -c 'select(.trigger == "stall" or .trigger == "recovered")' /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
+	r=$(records_since | jq -c 'select(.trigger == "stall" or .trigger == "recovered")' 2>/dev/null | tail -1)
 	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}' 2>/dev/null); stall reports $(metric 'wbguard_stall_reports_total{result="started"}') started, $(metric wbguard_kernel_stall_repeats_total) repeats"
 	if [ "$(jqv /wbg-out/unseen.json .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
 		if [ -n "$no_wbstats" ]; then
@@ -189,9 +200,18 @@ unseen_removals() {
 	fi
 	stall_judge "unseen${no_wbstats:+, no wb_stats}" /wbg-out/unseen.json "$stalled"
 	daemon_stop
+	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+}
 
-	# (c) past watch_max: a removal already fills the table
+# past_watch_max STALLED_JSON: a removal wbguard refused to watch (a
+# removal already watched fills a [flush] watch_max of one): flushed at
+# once, as eager mode would.
+past_watch_max() {
+	local stalled=$1 r wb
+	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 	printf '[flush]\nwatch_max = 1\n' >/tmp/max1.conf
+	records_mark
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD" --config /tmp/max1.conf
 	mkdir /sys/fs/cgroup/filler
 	sh -c 'echo $$ >/sys/fs/cgroup/filler/cgroup.procs; exec dd if=/dev/zero of=/mnt/ext4/filler bs=1M count=4 status=none'
@@ -199,7 +219,7 @@ unseen_removals() {
 	"$WBG_BUILD/tests/wbstall" $STALL_RUN --json /wbg-out/full.json >/dev/null
 	echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
 	scrape_metrics
-	r=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+	r=$(records_since | grep '"cgroup":"wbstall/old"' | tail -1)
 	echo "# past watch_max: $(echo "$r" | jq -c '{trigger, outcome, first_flush_s, removed_s}')"
 	check "past watch_max: refused (counted), flushed at its removal" \
 		sh -c "[ '$(metric wbguard_dying_watch_full_total)' -ge 1 ] && [ '$(echo "$r" | jq -r .outcome)' = flushed ]"

@@ -68,6 +68,7 @@ kill_while_watched /wbg-out/r.json
 # Removals it never saw (down at the removal) or refused (watch_max): the
 # stall itself starts a handover, or the removal is flushed at once.
 unseen_removals /wbg-out/r.json 1
+past_watch_max /wbg-out/r.json
 
 "$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
 check "verify exits 1 (missing) on 6.1" test $? = 1

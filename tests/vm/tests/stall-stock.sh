@@ -157,12 +157,16 @@ check "on-evidence: the mode in effect exported" test "$(metric 'wbguard_flush_m
 daemon_stop
 
 # A watch survives a kill -9 (6.12: wb_stats could find it too; the
-# pending record names it first).
+# pending record names it first), with and without wb_stats for the
+# restart. Removals it never saw (down at the removal: the restart's scan
+# of dying wbs, or with debugfs unmounted only the stall, tells) or refused
+# (watch_max). Each against the never-removed control.
 stall_control
 kill_while_watched /wbg-out/ext4.json
-# Removals it never saw (down at the removal; debugfs unmounted, so that
-# only the stall tells) or refused (watch_max).
+kill_while_watched /wbg-out/ext4.json 1
+unseen_removals /wbg-out/ext4.json
 unseen_removals /wbg-out/ext4.json 1
+past_watch_max /wbg-out/ext4.json
 
 # The active probe: the same verdict, quickly, and nothing left behind, even
 # when interrupted.
