@@ -51,7 +51,7 @@ enum wbg_dev_kind {
  * slot is free (claimed with a compare-and-swap). */
 struct wbg_dev_slot {
 	__u64 tag;
-	__u64 folios;  /* runs of folios dirtied (see dirty_last) */
+	__u64 dirtied; /* times one of its inodes went dirty or moved to its wb */
 	__u64 last_ns; /* when last dirtied (bpf_ktime_get_ns) */
 };
 

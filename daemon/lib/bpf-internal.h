@@ -25,3 +25,6 @@ struct wbg_bpf {
 	uint64_t tenant_map_full; /* cgroups whose tenant the full cgroup_tenant map had no room for */
 };
 
+/* The per-folio expiry program attached (on) or detached (off): bpf-maps.c
+ * turns it on with the first pod that has a per-pod expiry. */
+int wbg_bpf_set_on_demand(struct wbg_bpf *b, bool on);

@@ -168,7 +168,7 @@ int wbg_bpf_cgroup_devs(const struct wbg_bpf *b, uint64_t cgroup_id, struct wbg_
 		if (v.slot[i].tag)
 			d[n++] = (struct wbg_dirtied_dev){ .dev = WBG_DEV_TAG_DEV(v.slot[i].tag),
 							   .kind = WBG_DEV_TAG_KIND(v.slot[i].tag),
-							   .folios = v.slot[i].folios,
+							   .dirtied = v.slot[i].dirtied,
 							   .last_ns = v.slot[i].last_ns };
 	*ret = d;
 	*ret_n = n;
@@ -391,13 +391,24 @@ int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id)
 	__u32 zero = 0;
 	_cleanup_free_ void *last = NULL;
 
+	int r;
+
 	if (!(b->groups & WBG_BPF_DIRTIED))
 		return -EOPNOTSUPP;
+	if (b->skel->bss->expiry_pods == 0) {
+		r = wbg_bpf_set_on_demand(b, true);
+		if (r < 0)
+			return r;
+	}
 	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_NOEXIST) == 0)
 		b->skel->bss->expiry_pods++;
 	else if (errno != EEXIST ||
-		 bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_EXIST) < 0)
-		return -errno;
+		 bpf_map_update_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id, &armed, BPF_EXIST) < 0) {
+		r = -errno;
+		if (b->skel->bss->expiry_pods == 0)
+			(void)wbg_bpf_set_on_demand(b, false);
+		return r;
+	}
 	/* The per-CPU "same inode as last time" shortcut would hide a writer
 	 * that keeps appending to one file: forget it. */
 	if (ncpu < 0)
@@ -414,7 +425,8 @@ int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 	if (!(b->groups & WBG_BPF_DIRTIED))
 		return 0;
 	if (bpf_map_delete_elem(bpf_map__fd(b->skel->maps.expiry_watch), &cgroup_id) == 0) {
-		b->skel->bss->expiry_pods--;
+		if (--b->skel->bss->expiry_pods == 0)
+			(void)wbg_bpf_set_on_demand(b, false);
 		return 0;
 	}
 	return errno == ENOENT ? 0 : -errno;

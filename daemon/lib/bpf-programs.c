@@ -149,7 +149,8 @@ static struct bpf_link *attach_tracepoint_at(struct bpf_program *p, const char *
 
 /* Attaches every loaded program on its own: one that does not attach (a
  * classic tracepoint without tracefs, say) costs only its own counters.
- * b->progs[] is in the object's program order (filled by try_open). */
+ * b->progs[] is in the object's program order (filled by try_open). The
+ * per-folio expiry program waits for its first pod (wbg_bpf_set_on_demand). */
 static void attach_each(struct wbg_bpf *b)
 {
 	struct bpf_program *p;
@@ -160,6 +161,10 @@ static void attach_each(struct wbg_bpf *b)
 
 		if (!bpf_program__autoload(p))
 			continue;
+		if (p == b->skel->progs.expiry_folio) {
+			snprintf(e->why, sizeof(e->why), "idle");
+			continue;
+		}
 		e->link = bpf_program__attach(p);
 		if (!e->link && tracefs_root[0] && strncmp(bpf_program__section_name(p), "tracepoint/", 11) == 0)
 			e->link = attach_tracepoint_at(p, bpf_program__section_name(p));
@@ -257,6 +262,40 @@ int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wb
 	if (!ok)
 		return log_error_errno(r, "Failed to load BPF programs");
 	return try_open(ok, lim, ret);
+}
+
+/* The per-folio expiry program runs only while some pod has a per-pod
+ * expiry: attached at the first, detached after the last. */
+int wbg_bpf_set_on_demand(struct wbg_bpf *b, bool on)
+{
+	struct bpf_program *p = b->skel->progs.expiry_folio;
+	unsigned i = 0;
+	struct bpf_program *q;
+
+	if (!bpf_program__autoload(p))
+		return -EOPNOTSUPP;
+	bpf_object__for_each_program(q, b->skel->obj) {
+		typeof(b->progs[0]) *e = &b->progs[i++];
+
+		if (q != p)
+			continue;
+		if (on && !e->link) {
+			e->link = bpf_program__attach(p);
+			if (!e->link) {
+				int r = -errno;
+
+				snprintf(e->why, sizeof(e->why), "attach_failed");
+				return log_warning_errno(r, "BPF program %s did not attach: %m", e->name);
+			}
+			e->why[0] = 0;
+		} else if (!on && e->link) {
+			bpf_link__destroy(e->link);
+			e->link = NULL;
+			snprintf(e->why, sizeof(e->why), "idle");
+		}
+		return 0;
+	}
+	return -ENOENT;
 }
 
 unsigned wbg_bpf_groups(const struct wbg_bpf *b)

@@ -77,7 +77,7 @@ int btf_struct_has_member(const char *type, const char *member);
 struct wbg_dirtied_dev {
 	uint32_t dev; /* kernel encoding: major << 20 | minor */
 	uint32_t kind; /* enum wbg_dev_kind */
-	uint64_t folios, last_ns;
+	uint64_t dirtied, last_ns;
 };
 
 /* What the cgroup dirtied since it was first seen (or last forgotten). The

@@ -160,7 +160,8 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 
 	metric_family(f, "wbguard_bpf_program_attached", "gauge",
 		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing "
-		      "(not_requested, no_kernel_hook, other_event_shape, attach_failed; the log says more).");
+		      "(not_requested, no_kernel_hook, other_event_shape, attach_failed; idle: attached only while it has "
+		      "work, as the per-folio expiry program while no pod has a per-pod expiry; the log says more).");
 	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
 	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
 		return;
@@ -252,7 +253,7 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 			       "-ENOENT foreign flushes to a dying cgroup already reported: counted only.",
 			       t[WBG_T_STALL_REPEATS]);
 	}
-	if (attached(m, "dirty_folio")) {
+	if (attached(m, "dirty_inode")) {
 		metric_family(f, "wbguard_bpf_inode_records_refused_total", "counter",
 			      "Cgroups whose inode records were cut short, by reason: their tenant's share "
 			      "([flush] max_inodes_per_tenant) was full, the per-cgroup count table was full, or the "

@@ -15,6 +15,25 @@ grep -q 'BPF on' /wbg-out/wbguardd.log
 check "BPF programs loaded" test $? = 0
 cg=/sys/fs/cgroup/t
 mkdir $cg && echo +memory >$cg/cgroup.subtree_control && mkdir $cg/a $cg/b
+# The writer's tax: the inode sets come from an inode's clean -> dirty
+# transition, not from each folio; the per-folio program (per-pod expiry
+# only) is not attached while no pod has a per-pod expiry. 32 MiB to one
+# file is 8,192 folios: the kernel's own BPF statistics count the calls.
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+mkdir $cg/w
+sh -c "echo \$\$ > $cg/w/cgroup.procs; exec dd if=/dev/zero of=/mnt/ext4/w bs=64k count=512 status=none"
+rmdir $cg/w
+bpftool prog show --json >/wbg-out/progs.json
+echo 0 >/proc/sys/kernel/bpf_stats_enabled
+runs() { jq "[.[] | select(.name == \"$1\") | .run_cnt // 0] | add // 0" /wbg-out/progs.json; }
+echo "# 8,192 folios dirtied: dirty_inode ran $(runs dirty_inode) times, dirty_switch $(runs dirty_switch), expiry_folio $(runs expiry_folio)"
+check "8,192 folios of one file: the inode program ran a few times (not per folio)" \
+	sh -c "[ $(runs dirty_inode) -ge 1 ] && [ $(runs dirty_inode) -le 16 ]"
+check "no per-folio program ran while no pod has a per-pod expiry" test "$(runs expiry_folio)" = 0
+scrape_metrics
+check "the per-folio expiry program: idle (not attached) without a per-pod expiry" \
+	test "$(metric 'wbguard_bpf_program_attached{program="expiry_folio",reason="idle"}')" = 0
+rm -f /mnt/ext4/w
 # a: writes 24 MiB to 8 files and exits; removed 1 s later.
 sh -c "echo \$\$ > $cg/a/cgroup.procs; for i in 1 2 3 4 5 6 7 8; do dd if=/dev/zero of=/mnt/ext4/a\$i bs=1M count=3 status=none; done"
 grep file_dirty $cg/a/memory.stat | sed 's/^/# a: /'

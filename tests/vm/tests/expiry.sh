@@ -83,8 +83,14 @@ scrape_metrics
 check "metrics: the bad annotation counted" test "$(metric wbguard_expiry_policy_errors_total)" = 1
 check "metrics: two per-pod policies" test "$(metric 'wbguard_expiry_pods{mechanism="per-pod"}')" = 2
 check "metrics: per-pod writebacks ran" test "$(metric wbguard_expiry_writebacks_total)" -ge 2
+check "the per-folio expiry program attached while pods have a per-pod expiry" \
+	test "$(metric 'wbguard_bpf_program_attached{program="expiry_folio",reason=""}')" = 1
 check "per-pod never touched the sysctl" test "$(cat $sysctl)" = "$admin"
 for p in a b c d; do oci_rm crun pod-$p; oci_rm runc pod-$p; done
+i=0
+until { scrape_metrics && [ "$(metric 'wbguard_bpf_program_attached{program="expiry_folio",reason="idle"}')" = 0 ]; } || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+check "the per-folio expiry program detached after the last such pod" \
+	test "$(metric 'wbguard_bpf_program_attached{program="expiry_folio",reason="idle"}')" = 0
 
 # A tenant's annotation with the global mechanism: "10ms" is held at the
 # admin's floor ([expiry] min, 1 s), never 1 cs on the whole node; where no
