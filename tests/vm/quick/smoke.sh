@@ -22,7 +22,7 @@ i=0; while ! grep -q '"cgroup":"smoke/c"' /run/wbguard/handovers.jsonl 2>/dev/nu
 rec=$(grep '"cgroup":"smoke/c"' /run/wbguard/handovers.jsonl | tail -1)
 echo "# $(echo "$rec" | jq -c '{outcome, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean}') after $((i / 10)) s"
 check "the removal's handover ended (flushed, drained or clean)" \
-	sh -c "echo '$rec' | jq -e 'select(.outcome == \"flushed\" or .outcome == \"drained\" or .outcome == \"clean\")' >/dev/null"
+	sh -c "[ -n '$rec' ] && echo '$rec' | jq -e 'select(.outcome == \"flushed\" or .outcome == \"drained\" or .outcome == \"clean\")' >/dev/null"
 check "the control API answers" sh -c "$WBG_BUILD/daemon/wbguardctl status --json | jq -e .daemon.version >/dev/null"
 scrape_metrics
 check "the metrics answer, with a kernel verdict" test -n "$(verdict dying_wb_fallback)"

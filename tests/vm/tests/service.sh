@@ -87,7 +87,7 @@ printf '[flush]\nworkers = lots\n' >/etc/wbguard/conf.d/70-bad.conf
 systemctl reload wbguard.service 2>/wbg-out/reload-bad.txt
 check "a drop-in with a value it refuses: systemctl reload fails" test $? != 0
 check "the journal has the kernel verdicts under their MESSAGE_ID, with fields" \
-	sh -c "journalctl MESSAGE_ID=8e9f3341520546d790bc601a609a539b -o json --no-pager | jq -e 'select(.WBGUARD_DYING_WB_FALLBACK != null)' >/dev/null"
+	sh -c "journalctl MESSAGE_ID=8e9f3341520546d790bc601a609a539b -o json --no-pager | jq -s -e 'any(.[]; .WBGUARD_DYING_WB_FALLBACK != null)' >/dev/null"
 check "the journal has the refusal under its MESSAGE_ID" \
 	sh -c "journalctl MESSAGE_ID=03d6bab0f6444ea692cc7c44750170e1 --no-pager | grep -q 'refused; the running configuration stays'"
 check "the running configuration stays, and the metric says the reload failed" \
