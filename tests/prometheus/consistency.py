@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The PrometheusRule carries the same groups as the plain rules file, and
 every wbguard_ metric the rules and the Grafana dashboard query is one that
-wbguardd writes (a name in its sources; histograms with _bucket/_sum/_count)."""
+wbguardd writes (a name in its sources; histograms with _bucket/_sum/_count),
+and every BPF program they name by its label is one the BPF object has."""
 import glob
 import json
 import os
@@ -36,6 +37,15 @@ for where, what, e in exprs:
     for n in sorted(used(e)):
         if not known(n):
             problems.append(f"{where}: '{what}' queries {n}, which wbguardd does not export")
+# A program the rules or the dashboard name by its label is one the BPF
+# object has (a renamed program would leave its alert silent for good).
+progs = set(re.findall(r'SEC\("[^"]+"\)\s*\nint BPF_PROG\((\w+)', open(os.path.join(top, "daemon/bpf/wbguard.bpf.c")).read()))
+progs |= set(re.findall(r'SEC\("[^"]+"\)\s*\nint (\w+)\(', open(os.path.join(top, "daemon/bpf/wbguard.bpf.c")).read()))
+for where, what, e in exprs:
+    for alts in re.findall(r'program=~?"([^"]+)"', e):
+        for n in alts.split("|"):
+            if n not in progs:
+                problems.append(f"{where}: '{what}' names BPF program {n}, which daemon/bpf/wbguard.bpf.c does not have")
 # Every alert names its runbook, and the runbook has that section.
 runbooks = open(os.path.join(top, "docs/runbooks.md")).read()
 anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", runbooks, re.M)}
