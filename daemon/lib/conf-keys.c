@@ -473,3 +473,45 @@ void conf_keys_reference(FILE *f)
 	      f);
 	config_done(&def);
 }
+
+/* The effective configuration in the file's own syntax: every key of the
+ * table by section (defaults included), then the [policy] sections in file
+ * order. Read back, it gives the same configuration. */
+void conf_print(FILE *f, const struct wbg_config *c)
+{
+	const char *section = NULL;
+	char value[4096];
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct wbg_conf_key *k = &keys[i];
+
+		if (!section || strcmp(section, k->section) != 0) {
+			fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+			section = k->section;
+		}
+		conf_key_format(k, c, value, sizeof(value));
+		if (strcmp(k->key, "passes_FSTYPE") == 0) {
+			/* "TYPE=N ..." as one key a type */
+			char *save = NULL;
+
+			for (char *w = strtok_r(value, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+				char *eq = strchr(w, '=');
+
+				if (eq)
+					fprintf(f, "passes_%.*s = %s\n", (int)(eq - w), w, eq + 1);
+			}
+			continue;
+		}
+		fprintf(f, *value ? "%s = %s\n" : "%s =\n", k->key, value);
+	}
+	for (unsigned i = 0; i < c->n_policies; i++) {
+		const struct wbg_policy_rule *r = &c->policies[i];
+
+		fprintf(f, "\n[policy \"%s\"]\n", r->match);
+		if (r->expire_cs)
+			fprintf(f, "dirty_expire = %u\n", r->expire_cs);
+		if (r->has_mech)
+			fprintf(f, "mechanism = %s\n", r->mech == WBG_EXPIRY_GLOBAL ? "global" : "per-pod");
+		fprintf(f, "allow_annotation = %s\n", r->allow_annotation ? "yes" : "no");
+	}
+}

@@ -58,5 +58,8 @@ const char *conf_key_expect(const struct wbg_conf_key *k, char *buf, size_t size
  * passes_FSTYPE, every configured type and passes_default, separated by
  * spaces as "TYPE=N". */
 const char *conf_key_format(const struct wbg_conf_key *k, const struct wbg_config *c, char *buf, size_t size);
+/* The effective configuration c in the file's syntax (wbguardd
+ * --print-config): every key by section, then the [policy] sections. */
+void conf_print(FILE *f, const struct wbg_config *c);
 /* Writes the Markdown reference (docs/configuration.md) to f. */
 void conf_keys_reference(FILE *f);

@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 
 #include "cgroup-util.h"
+#include "conf-keys.h"
 #include "conf.h"
 #include "log.h"
 #include "macro.h"
@@ -22,6 +23,7 @@ static const char *arg_config = WBG_CONF_FILE;
 static const char *arg_cgroup_root;
 static bool arg_no_bpf;
 static bool arg_check_config;
+static bool arg_print_config;
 static bool arg_restore_sysctl;
 
 static void help(void)
@@ -37,6 +39,8 @@ static void help(void)
 	       "     --no-bpf             do not load BPF programs\n"
 	       "     --check-config       check the configuration (and its conf.d/ drop-ins)\n"
 	       "                          and exit: 0 valid, 1 refused (file:line named)\n"
+	       "     --print-config       print the effective configuration (every key, defaults\n"
+	       "                          included, as the file would write it) and exit\n"
 	       "     --restore-sysctl     put vm.dirty_expire_centisecs back to the admin's value\n"
 	       "                          if a killed wbguardd left it lowered, and exit (for a\n"
 	       "                          package's removal; the daemon must not run)\n"
@@ -45,7 +49,8 @@ static void help(void)
 
 static int parse_argv(int argc, char **argv, const char **ret_level)
 {
-	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL, ARG_CHECK_CONFIG, ARG_RESTORE_SYSCTL };
+	enum { ARG_VERSION = 256, ARG_ROOT, ARG_NO_BPF, ARG_LOG_LEVEL, ARG_CHECK_CONFIG, ARG_PRINT_CONFIG,
+	       ARG_RESTORE_SYSCTL };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -54,6 +59,7 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 		{ "no-bpf", no_argument, NULL, ARG_NO_BPF },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{ "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+		{ "print-config", no_argument, NULL, ARG_PRINT_CONFIG },
 		{ "restore-sysctl", no_argument, NULL, ARG_RESTORE_SYSCTL },
 		{},
 	};
@@ -81,6 +87,9 @@ static int parse_argv(int argc, char **argv, const char **ret_level)
 			break;
 		case ARG_CHECK_CONFIG:
 			arg_check_config = true;
+			break;
+		case ARG_PRINT_CONFIG:
+			arg_print_config = true;
 			break;
 		case ARG_RESTORE_SYSCTL:
 			arg_restore_sysctl = true;
@@ -144,14 +153,16 @@ int main(int argc, char **argv)
 		config_done(&c);
 		return r < 0 ? 1 : 0;
 	}
-	if (arg_check_config) {
+	if (arg_check_config || arg_print_config) {
 		/* for CI on a ConfigMap: what this wbguardd makes of it, as a
 		 * start or reload would (unknown keys warned of, not fatal) */
 		struct wbg_config c;
 
 		config_init(&c);
 		r = config_load(&c, arg_config);
-		if (r >= 0)
+		if (r >= 0 && arg_print_config)
+			conf_print(stdout, &c);
+		else if (r >= 0)
 			printf("%s: valid%s\n", arg_config,
 			       c.unknown_keys ? " (unknown keys ignored; see the warnings)" : "");
 		config_done(&c);

@@ -63,6 +63,45 @@ static void test_keep_restart_keys(void)
 	config_done(&c);
 }
 
+/* wbguardd --print-config: the effective configuration, in the file's
+ * syntax; read back, it prints the same (every key, the passes per
+ * filesystem type and the [policy] sections included). */
+static char *printed(const struct wbg_config *c)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	conf_print(f, c);
+	fclose(f);
+	return buf;
+}
+
+static void test_print_round_trip(void)
+{
+	struct wbg_config a, b;
+	char *one, *two;
+
+	config_init(&a);
+	config_init(&b);
+	CHECK(parse(&a, "[flush]\nworkers = 7\npasses_xfs = 3\nmode = eager\n[metrics]\nallow_users = root 1000\n"
+			"[policy \"kubepods.slice/*\"]\ndirty_expire = 5s\nmechanism = global\n"
+			"[policy \"web.service\"]\nallow_annotation = yes\n") == 0,
+	      "a configuration with policies parses");
+	one = printed(&a);
+	CHECK(strstr(one, "[flush]\n") && strstr(one, "workers = 7\n") && strstr(one, "passes_xfs = 3\n") &&
+		      strstr(one, "passes_ext4 = 2\n") && strstr(one, "mode = eager\n") &&
+		      strstr(one, "[policy \"kubepods.slice/*\"]\ndirty_expire = 500\nmechanism = global\n"),
+	      "printed: set keys, defaults and policies");
+	CHECK(config_parse_string(&b, "printed.conf", one) == 0, "the printed configuration parses");
+	two = printed(&b);
+	CHECK(strcmp(one, two) == 0, "read back, it prints the same");
+	free(one);
+	free(two);
+	config_done(&a);
+	config_done(&b);
+}
+
 static void write_file(const char *p, const char *s)
 {
 	FILE *f = fopen(p, "w");
@@ -73,6 +112,7 @@ static void write_file(const char *p, const char *s)
 int main(void)
 {
 	test_keep_restart_keys();
+	test_print_round_trip();
 	struct wbg_config c;
 	char dir[] = "/tmp/wbg-conf.XXXXXX", p[256], d[256];
 
