@@ -20,6 +20,18 @@ static int tap_n, tap_failed;
 		putchar('\n');                                                 \
 	} while (0)
 
+/* What fn writes to a FILE, as a string (free it). */
+static inline char *tap_render(void (*fn)(FILE *, const void *), const void *arg)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	fn(f, arg);
+	fclose(f);
+	return buf;
+}
+
 /* A check that cannot run here: TAP's SKIP directive, counted as skipped,
  * never as passed. */
 #define SKIP(...)                                                              \

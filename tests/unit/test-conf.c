@@ -66,15 +66,14 @@ static void test_keep_restart_keys(void)
 /* wbguardd --print-config: the effective configuration, in the file's
  * syntax; read back, it prints the same (every key, the passes per
  * filesystem type and the [policy] sections included). */
+static void print_config(FILE *f, const void *c)
+{
+	conf_print(f, c);
+}
+
 static char *printed(const struct wbg_config *c)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-
-	conf_print(f, c);
-	fclose(f);
-	return buf;
+	return tap_render(print_config, c);
 }
 
 static void test_print_round_trip(void)

@@ -5,17 +5,6 @@
 #include "metrics.h"
 #include "tap.h"
 
-static char *render(void (*fn)(FILE *, const void *), const void *arg)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-
-	fn(f, arg);
-	fclose(f);
-	return buf;
-}
-
 static void label(FILE *f, const void *v)
 {
 	metric_label_value(f, v);
@@ -38,17 +27,17 @@ int main(void)
 	struct wbg_hist h;
 	char *s;
 
-	s = render(label, "system.slice/a b.service");
+	s = tap_render(label, "system.slice/a b.service");
 	CHECK(strcmp(s, "system.slice/a b.service") == 0, "plain value unchanged");
 	free(s);
-	s = render(label, "x\"y\\z\nw");
+	s = tap_render(label, "x\"y\\z\nw");
 	CHECK(strcmp(s, "x\\\"y\\\\z\\nw") == 0, "quote, backslash, newline escaped: %s", s);
 	free(s);
-	s = render(label, "caf\xc3\xa9/\xff\xfe");
+	s = tap_render(label, "caf\xc3\xa9/\xff\xfe");
 	CHECK(strcmp(s, "caf\xc3\xa9/\\\\xff\\\\xfe") == 0, "UTF-8 kept, invalid bytes as \\\\xNN: %s", s);
 	free(s);
 
-	s = render(rows, &r);
+	s = tap_render(rows, &r);
 	CHECK(s && *s == 0, "no rows: nothing written (and qsort never sees NULL)");
 	free(s);
 
@@ -57,7 +46,7 @@ int main(void)
 	hist_observe(&h, 0.005);
 	hist_observe(&h, 0.005);
 	hist_observe(&h, 5);
-	s = render(hist, &h);
+	s = tap_render(hist, &h);
 	CHECK(strstr(s, "wbguard_test_seconds_bucket{le=\"0.001\"} 1\n") && strstr(s, "{le=\"0.01\"} 3\n") &&
 		      strstr(s, "{le=\"0.1\"} 3\n") && strstr(s, "{le=\"+Inf\"} 4\n") &&
 		      strstr(s, "wbguard_test_seconds_count 4\n"),
@@ -67,7 +56,7 @@ int main(void)
 	metric_rows_add(&r, "id=\"/b\"", 2);
 	metric_rows_add(&r, "id=\"/a\"", 1);
 	metric_rows_add(&r, "id=\"/b\"", 3); /* a successor at the same path */
-	s = render(rows, &r);
+	s = tap_render(rows, &r);
 	CHECK(strcmp(s, "wbguard_test_total{id=\"/a\"} 1\nwbguard_test_total{id=\"/b\"} 5\n") == 0,
 	      "rows sorted, equal label sets summed into one series:\n%s", s);
 	CHECK(r.n == 0 && r.v == NULL, "rows freed after writing");
