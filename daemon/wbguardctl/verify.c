@@ -237,7 +237,12 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 	}
 	r = cg_write(o->cgroup_root, parent, "cgroup.subtree_control", "+memory");
 	if (r >= 0)
-		r = cg_write(o->cgroup_root, parent, "memory.max", "64M");
+		/* high, not max: the replacement's dirty pages sit on inodes of
+		 * the dying wb, so its own memcg's dirty limit does not throttle
+		 * it; on Debian's 6.12.95 it filled a 64M memory.max and was
+		 * OOM-killed before the kernel flushed for it (verify said
+		 * unknown). memory.high reclaims and slows it instead. */
+		r = cg_write(o->cgroup_root, parent, "memory.high", "64M");
 	if (r < 0) {
 		log_error_errno(r, "Cannot set up the memory controller in %s/%s", o->cgroup_root, parent);
 		goto out_cg;
@@ -276,6 +281,10 @@ int verify_run(const struct verify_opts *o, struct verify_result *ret)
 		if (e.ok_to_dying >= 1 || e.lookup_dying_found >= 1 || e.enoent_to_dying >= 8)
 			break;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
+			if (WIFSIGNALED(status))
+				log_warning("The probe's replacement writer was killed (signal %d) before the kernel flushed "
+					    "for it; the answer may be unknown",
+					    WTERMSIG(status));
 			pid = -1;
 			break;
 		}

@@ -40,8 +40,20 @@ i=0; while ! journalctl -u wbguard.service | grep -q 'drop-ins changed; reloadin
 check "a new drop-in is picked up without a reload (config watch)" sh -c "journalctl -u wbguard.service | grep -q 'Reloaded /etc/wbguard/wbguard.conf'"
 check "is-active" systemctl is-active --quiet wbguard.service
 journalctl -u wbguard.service --no-pager >/wbg-out/journal-1.txt
+# Debian's kernels (kernel.perf_event_paranoid = 3, a Debian patch) refuse
+# perf_event_open without CAP_SYS_ADMIN, so the two classic tracepoint
+# programs (pauses in balance_dirty_pages, inode switches) cannot attach
+# under the unit's hardening there: said per program, and nothing else.
+if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 2 ]; then
+	grep -v "tracepoint 'writeback/\(balance_dirty_pages\|inode_switch_wbs\)'\|BPF program path_\(bdp\|switch\) did not attach" \
+		/wbg-out/journal-1.txt >/wbg-out/journal-1-other.txt
+	check "perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid): the classic tracepoints are refused, each said (attach_failed)" \
+		sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -c '^wbguard_bpf_program_attached{program=\"path_\(bdp\|switch\)\",reason=\"attach_failed\"} 0' | grep -qx 2"
+else
+	cp /wbg-out/journal-1.txt /wbg-out/journal-1-other.txt
+fi
 check "watching, BPF on, no permission errors under the hardening" \
-	sh -c "grep -q 'Watching .* BPF on' /wbg-out/journal-1.txt && ! grep -qi 'operation not permitted\|permission denied' /wbg-out/journal-1.txt"
+	sh -c "grep -q 'Watching .* BPF on' /wbg-out/journal-1.txt && ! grep -qi 'operation not permitted\|permission denied' /wbg-out/journal-1-other.txt"
 check "metrics served" sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_bpf_programs_loaded{group=\"dirtied\"} 1'"
 
 # The control API on the system bus, as the shipped policy allows it.
