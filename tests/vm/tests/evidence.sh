@@ -83,10 +83,15 @@ daemon_start "$B" --config /tmp/max.conf
 # of /mnt/ext4: done before the three write, or it writes their data too)
 i=0; while ls /run/wbguard/pending-*.json >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 sync
-for n in m1 m2 m3; do dirty $n 4; done
+for n in m1 m2; do dirty $n 4; done
 rmdir $cg/m1 $cg/m2
 i=0; while scrape_metrics && [ "$(metric wbguard_dying_watched)" != 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 check "watch_max: two removals watched, the table full ($(metric wbguard_dying_watched))" test "$(metric wbguard_dying_watched)" = 2
+# m3 writes only now, and more: a fresh cgroup's wb has no share of the
+# background threshold, so the kernel may write 4 MiB of it back within the
+# seconds the table took to fill (seen on Debian's 6.12: m3 was clean at
+# its removal, with nothing to refuse)
+dirty m3 16
 rmdir $cg/m3
 wait_record m3 20
 echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
