@@ -15,7 +15,7 @@
 
 static const char *const log_levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", NULL };
 static const char *const auto_on_off[] = { "auto", "on", "off", NULL };
-static const char *const flush_modes[] = { "on-evidence", "eager", NULL }; /* enum wbg_flush_mode's order */
+static const char *const flush_modes[] = { "on-evidence", "eager", "exit", NULL }; /* enum wbg_flush_mode's order */
 static const char *const expiry_mechs[] = { "per-pod", "global", NULL };  /* enum wbg_expiry_mech's order */
 
 #define F(field) offsetof(struct wbg_config, field)
@@ -70,7 +70,8 @@ static const struct wbg_conf_key keys[] = {
 	{ .section = "flush", .key = "scratch_cycle", .type = WBG_CONF_BOOL, .offset = F(scratch_cycle),
 	  .doc = "After a flush, an empty memcg created and removed moves the dying wb's inodes to a live one." },
 	{ .section = "flush", .key = "mode", .type = WBG_CONF_WORD, .offset = F(flush_mode), .words = flush_modes,
-	  .doc = "on-evidence: flush when a live cgroup dirties a removed one's inode; eager: at every removal." },
+	  .doc = "on-evidence: flush when a live cgroup dirties a removed one's inode; eager: at every removal; exit: "
+		 "write an emptied cgroup's own inodes, then watch its removal as on-evidence does." },
 	{ .section = "flush", .key = "fs_interval_sec", .type = WBG_CONF_SECONDS, .offset = F(fs_interval_usec), .min = 0, .max = 60,
 	  .doc = "The budget: at least this between two flushes of one filesystem." },
 	{ .section = "flush", .key = "watch_max", .type = WBG_CONF_UINT, .offset = F(watch_max), .min = 1, .max = 8192,
@@ -83,6 +84,8 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "The least time between two flushes of one dying cgroup." },
 	{ .section = "flush", .key = "evidence_flushes_per_sec", .type = WBG_CONF_UINT, .offset = F(evidence_per_sec), .min = 0, .max = 100000,
 	  .doc = "Flushes on evidence node-wide, a second (0: no cap); the rest wait their turn." },
+	{ .section = "flush", .key = "exit_bytes_per_sec", .type = WBG_CONF_SIZE, .offset = F(exit_bytes_per_sec), .min = 0,
+	  .max = 1ULL << 40, .doc = "exit: the recipe's writes per device, a second (0: no cap); past it the next waits." },
 	{ .section = "mitigation", .key = "mode", .type = WBG_CONF_WORD, .offset = F(mitigation), .words = auto_on_off,
 	  .doc = "auto: on unless the kernel shows the dying-wb fallback." },
 	{ .section = "expiry", .key = "default", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_default_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,

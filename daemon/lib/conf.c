@@ -51,6 +51,7 @@ void config_init(struct wbg_config *c)
 		.flush_bdev = true,
 		.scratch_cycle = true,
 		.flush_mode = WBG_FLUSH_ON_EVIDENCE,
+		.exit_bytes_per_sec = 256ULL << 20,
 		.fs_interval_usec = 1000000,
 		.watch_max = 4096,
 		.watch_max_per_tenant = 1024,

@@ -18,8 +18,11 @@ enum wbg_mitigation { WBG_MITIGATION_AUTO, WBG_MITIGATION_ON, WBG_MITIGATION_OFF
 enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH_OFF };
 /* eager: every removal with dirty data flushes it before rmdir.
  * on-evidence: a removal is only watched (lifecycle.h); its data is flushed
- * when a live cgroup dirties one of its inodes, or never. */
-enum wbg_flush_mode { WBG_FLUSH_ON_EVIDENCE, WBG_FLUSH_EAGER };
+ * when a live cgroup dirties one of its inodes, or never.
+ * exit: as a cgroup empties, its own inodes are written (and waited for),
+ * within a byte budget per device; its removal is then watched as
+ * on-evidence watches, for what that flush missed. */
+enum wbg_flush_mode { WBG_FLUSH_ON_EVIDENCE, WBG_FLUSH_EAGER, WBG_FLUSH_EXIT };
 
 struct wbg_fs_passes {
 	char fstype[16];
@@ -64,6 +67,7 @@ struct wbg_config {
 	uint64_t watch_max_age_usec; /* on-evidence: flushed if not drained by then */
 	uint64_t reflush_usec;      /* on-evidence: between two flushes of one dying cgroup */
 	unsigned evidence_per_sec;  /* on-evidence: flushes on evidence node-wide, a second (0: no cap) */
+	uint64_t exit_bytes_per_sec; /* exit: the recipe's writes per device, a second (0: no cap) */
 	/* [mitigation] */
 	enum wbg_mitigation mitigation;
 	/* [expiry] */

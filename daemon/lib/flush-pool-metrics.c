@@ -24,7 +24,8 @@ static int target_rows(dev_t dev, enum flush_kind kind, const struct flush_targe
 	if (metric_rows_add(rows[0], labels, (double)st->jobs) < 0 ||
 	    metric_rows_add(rows[1], labels, (double)st->syncfs_calls) < 0 ||
 	    metric_rows_add(rows[2], labels, (double)st->device_bytes) < 0 ||
-	    metric_rows_add(rows[3], labels, (double)st->budget_waits) < 0)
+	    metric_rows_add(rows[3], labels, (double)st->budget_waits) < 0 ||
+	    metric_rows_add(rows[4], labels, (double)st->exit_bytes) < 0)
 		return -ENOMEM;
 	return 0;
 }
@@ -58,9 +59,10 @@ void flush_pool_metrics(FILE *f, struct flush_pool *p)
 			     "Time flush jobs spent held back by the budget.", (double)ps.budget_wait_usec / 1e6);
 	}
 	{
-		struct metric_rows jobs = { 0 }, calls = { 0 }, bytes = { 0 }, waits = { 0 };
+		struct metric_rows jobs = { 0 }, calls = { 0 }, bytes = { 0 }, waits = { 0 }, exit_bytes = { 0 };
 
-		(void)flush_pool_foreach_target(p, target_rows, (struct metric_rows *[]){ &jobs, &calls, &bytes, &waits });
+		(void)flush_pool_foreach_target(p, target_rows,
+						(struct metric_rows *[]){ &jobs, &calls, &bytes, &waits, &exit_bytes });
 		metric_family(f, "wbguard_flush_target_jobs_total", "counter",
 			      "Flush jobs started per filesystem or block device (the budget's unit).");
 		metric_rows_write(f, "wbguard_flush_target_jobs_total", &jobs);
@@ -72,5 +74,9 @@ void flush_pool_metrics(FILE *f, struct flush_pool *p)
 		metric_family(f, "wbguard_flush_target_budget_waits_total", "counter",
 			      "Flush jobs the budget held back, per filesystem or block device.");
 		metric_rows_write(f, "wbguard_flush_target_budget_waits_total", &waits);
+		metric_family(f, "wbguard_flush_target_exit_bytes_total", "counter",
+			      "Bytes written to the device while the exit recipe's flushes of it ran ([flush] "
+			      "exit_bytes_per_sec bounds their rate).");
+		metric_rows_write(f, "wbguard_flush_target_exit_bytes_total", &exit_bytes);
 	}
 }

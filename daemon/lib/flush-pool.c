@@ -21,6 +21,7 @@ struct slot {
 	struct flush_job *running, *waiting;
 	bool waiting_queued; /* the waiting job is on the run queue */
 	uint64_t last_start; /* the budget: the next may start interval after */
+	uint64_t exit_ready; /* the exit budget: the next EXIT job may start then */
 	bool handles_refused; /* a job's handles were refused here: its own-file jobs are budgeted */
 	struct flush_target_stats st;
 };
@@ -35,6 +36,7 @@ struct flush_pool {
 	unsigned stuck;     /* of those, inside a job past its timeout */
 	uint64_t stuck_total, refused_busy, inodes_capped;
 	uint64_t interval, budget_waits, budget_wait_usec, jobs_started, handle_fallbacks;
+	uint64_t exit_rate; /* bytes a second per device for EXIT jobs; 0: no cap */
 	bool handles_refused; /* the start's probe said no: every job's fallback is a syncfs */
 	void (*run)(struct flush_job *j, void *userdata);
 	void *run_userdata;
@@ -53,66 +55,6 @@ static uint64_t now_usec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-struct flush_job *flush_job_new(dev_t dev, enum flush_kind kind, const char *fstype, const char *mount)
-{
-	struct flush_job *j = calloc(1, sizeof(*j));
-
-	if (!j)
-		return NULL;
-	j->dev = dev;
-	j->kind = kind;
-	snprintf(j->fstype, sizeof(j->fstype), "%s", fstype ? fstype : "");
-	snprintf(j->mount, sizeof(j->mount), "%s", mount ? mount : "");
-	return j;
-}
-
-static int id_append(uint64_t **v, size_t *n, uint64_t id)
-{
-	uint64_t *w = realloc(*v, (*n + 1) * sizeof(*w));
-
-	if (!w)
-		return -ENOMEM;
-	w[(*n)++] = id;
-	*v = w;
-	return 0;
-}
-
-int flush_job_add_waiter(struct flush_job *j, uint64_t id)
-{
-	return id_append(&j->waiters, &j->n_waiters, id);
-}
-
-int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id)
-{
-	return id_append(&j->pods, &j->n_pods, cgroup_id);
-}
-
-int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n)
-{
-	if (j->n_inodes + n > j->cap_inodes) {
-		size_t cap = (j->n_inodes + n) * 2;
-		struct wbg_inode_key *a = realloc(j->inodes, cap * sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		j->inodes = a;
-		j->cap_inodes = cap;
-	}
-	memcpy(j->inodes + j->n_inodes, v, n * sizeof(*v));
-	j->n_inodes += n;
-	return 0;
-}
-
-void flush_job_free(struct flush_job *j)
-{
-	if (!j)
-		return;
-	free(j->inodes);
-	free(j->waiters);
-	free(j->pods);
-	free(j);
 }
 
 /* Sectors written to a block device so far, from sysfs; 0 when the target
@@ -159,6 +101,22 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 				j->handles_refused = j->use_inodes;
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, 1);
+			}
+		} else if (j->mode == FLUSH_MODE_EXIT) {
+			/* The cgroup's own inodes as it empties: written and
+			 * waited for (sync_file_range with both waits), which
+			 * leaves its wb with no dirty IO, so the kernel's own
+			 * offline cleanup moves them at the removal; no journal
+			 * commit, nobody else's data (narrow-flush bench).
+			 * Without a complete set, or with handles refused, the
+			 * counted fallback: syncfs. */
+			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
+								 FLUSH_INODE_WRITE_WAIT, &j->stats)
+						  : -EOPNOTSUPP;
+			if (j->result < 0) {
+				j->handles_refused = j->use_inodes;
+				j->fell_back = true;
+				j->result = job_syncfs(j, fd, j->passes);
 			}
 		} else if (j->mode == FLUSH_MODE_EVIDENCE) {
 			/* The removed cgroup's own inodes, which a replacement
@@ -238,6 +196,9 @@ static struct flush_job *take_ready(struct flush_pool *p, uint64_t now, uint64_t
 				 !(s && s->handles_refused);
 		uint64_t ready = s && s->last_start && p->interval && !own_files ? s->last_start + p->interval : 0;
 
+		if (own_files && j->mode == FLUSH_MODE_EXIT && s)
+			ready = s->exit_ready; /* bytes, not calls */
+
 		if (ready > now) {
 			if (!j->held_usec)
 				j->held_usec = now;
@@ -313,6 +274,11 @@ static void *worker(void *userdata)
 		if (s) {
 			s->running = NULL;
 			s->st.device_bytes += j->device_bytes;
+			if (j->mode == FLUSH_MODE_EXIT) {
+				s->st.exit_jobs++;
+				s->st.exit_bytes += j->device_bytes;
+				s->exit_ready = p->exit_rate ? now_usec() + j->device_bytes * 1000000 / p->exit_rate : 0;
+			}
 			s->st.syncfs_calls += j->stats.syncfs_calls;
 			if (s->waiting && !s->waiting_queued) {
 				s->waiting_queued = true;
@@ -386,6 +352,14 @@ void flush_pool_set_interval(struct flush_pool *p, uint64_t usec)
 {
 	pthread_mutex_lock(&p->lock);
 	p->interval = usec;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void flush_pool_set_exit_rate(struct flush_pool *p, uint64_t bytes_per_sec)
+{
+	pthread_mutex_lock(&p->lock);
+	p->exit_rate = bytes_per_sec;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -511,63 +485,17 @@ int flush_pool_fd(const struct flush_pool *p)
 	return p->efd;
 }
 
-static void drop_inodes(struct flush_job *j)
-{
-	j->use_inodes = false;
-	free(j->inodes);
-	j->inodes = NULL;
-	j->n_inodes = j->cap_inodes = 0;
-}
-
 /* With p->lock held. */
 static int merge(struct flush_pool *p, struct flush_job *into, struct flush_job *j)
 {
-	int r;
+	bool capped = false;
+	int r = flush_job_merge(into, j, &capped);
 
-	if (into->n_waiters + j->n_waiters > FLUSH_JOB_WAITERS_MAX) {
+	if (r == -EBUSY)
 		p->refused_busy++;
-		return -EBUSY;
-	}
-	for (size_t i = 0; i < j->n_waiters; i++) {
-		r = flush_job_add_waiter(into, j->waiters[i]);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < j->n_pods; i++) {
-		r = flush_job_add_pod(into, j->pods[i]);
-		if (r < 0)
-			return r;
-	}
-	if (j->mode == FLUSH_MODE_EVIDENCE && into->mode == FLUSH_MODE_EXPIRY)
-		into->mode = FLUSH_MODE_EVIDENCE; /* written and waited for: covers the start */
-	if (j->mode == FLUSH_MODE_HANDOVER && into->mode != FLUSH_MODE_HANDOVER) {
-		/* the handover's flush covers the pod's (or the evidence's) inodes too */
-		into->mode = FLUSH_MODE_HANDOVER;
-		if (into->use_inodes && !j->use_inodes) {
-			into->use_inodes = false;
-			free(into->inodes);
-			into->inodes = NULL;
-			into->n_inodes = into->cap_inodes = 0;
-		}
-	}
-	if (into->use_inodes && j->use_inodes && into->n_inodes + j->n_inodes > FLUSH_JOB_INODES_MAX) {
-		/* bounded: the whole filesystem covers them all */
+	if (capped)
 		p->inodes_capped++;
-		drop_inodes(into);
-	} else if (into->use_inodes && j->use_inodes) {
-		r = flush_job_add_inodes(into, j->inodes, j->n_inodes);
-		if (r < 0)
-			return r;
-	} else if (into->use_inodes || j->use_inodes) {
-		/* one of them needs the whole filesystem: that covers both */
-		into->use_inodes = false;
-		free(into->inodes);
-		into->inodes = NULL;
-		into->n_inodes = into->cap_inodes = 0;
-	}
-	if (j->passes > into->passes)
-		into->passes = j->passes;
-	return 0;
+	return r;
 }
 
 int flush_pool_submit(struct flush_pool *p, struct flush_job *j)

@@ -37,7 +37,12 @@ enum flush_kind { FLUSH_FS, FLUSH_BDEV };
  * a replacement writes to (write their pages and wait; syncfs only where
  * handles are refused or the inode set is incomplete). A job that needs a
  * HANDOVER and another is a HANDOVER: its syncfs covers the others. */
-enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE };
+/* What a job does with its inodes, from least to most: start their
+ * writeback (EXPIRY, EVIDENCE: the writer waits for the pages, not for us),
+ * write them and wait (EXIT: the cgroup's own data as it empties, held by
+ * the per-device byte budget), or fsync them and syncfs (HANDOVER). A
+ * merged job does the most its parts asked. */
+enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXIT };
 
 struct flush_job {
 	struct flush_job *next;
@@ -71,6 +76,7 @@ struct flush_job {
  * budget bounds. */
 struct flush_target_stats {
 	uint64_t jobs, syncfs_calls, device_bytes, budget_waits;
+	uint64_t exit_jobs, exit_bytes; /* EXIT jobs, and what they wrote to the device */
 };
 
 /* Pool counters, read on the event loop. */
@@ -94,6 +100,9 @@ unsigned flush_pool_reap_stuck(struct flush_pool *p, uint64_t timeout_usec);
  * one for it started (0: at once); requests meanwhile merge into the
  * waiting job. Jobs held back are counted (budget_waits, and for how long). */
 void flush_pool_set_interval(struct flush_pool *p, uint64_t usec);
+/* The exit recipe's budget: after an EXIT job wrote B bytes to its device,
+ * the next EXIT job there starts B / bytes_per_sec later (0: at once). */
+void flush_pool_set_exit_rate(struct flush_pool *p, uint64_t bytes_per_sec);
 /* Whether files can be opened by handle here (flush_probe_handles() at
  * start): when not, every job that would write a cgroup's own inodes falls
  * back to syncfs, and is held by the budget like one. A target whose
@@ -118,5 +127,10 @@ int flush_job_add_waiter(struct flush_job *j, uint64_t handover_id);
 int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id);
 int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n);
 void flush_job_free(struct flush_job *j);
+/* j's request into into (same target): its waiters and pods, the most its
+ * mode asks, its inodes or the whole filesystem. -EBUSY: into has too many
+ * waiters. ret_capped: the inode list hit FLUSH_JOB_INODES_MAX and became
+ * the whole filesystem. */
+int flush_job_merge(struct flush_job *into, const struct flush_job *j, bool *ret_capped);
 /* Its metric families (wbguard_flush_*): workers, jobs, the budget. */
 void flush_pool_metrics(FILE *f, struct flush_pool *p);

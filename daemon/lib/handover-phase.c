@@ -27,11 +27,13 @@ static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
 		/* the stop job's flush ran while its processes still wrote */
 		[E(EMPTIED)] = STAY(FLUSHING, A(SUBMIT)),
 		[E(REMOVED)] = STAY(FLUSHING, 0),
+		[E(REMOVED_WATCH)] = STAY(FLUSHING, 0),
 		[E(REPOPULATED)] = STAY(FLUSHING, 0),
 		[E(FLUSHED)] = GO(AWAITING_REMOVAL, A(ANSWER)),
 		[E(NONE_STARTED)] = GO(ENDED, A(END)),
 		[E(FLUSHED_ASKED)] = GO(ENDED, A(END)),
 		[E(FLUSHED_GONE)] = GO(CLEANUP, A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP)),
+		[E(FLUSHED_GONE_WATCH)] = GO(CLEANUP, A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP)),
 		[E(EVIDENCE)] = STAY(FLUSHING, A(NOTE_EVIDENCE)),
 		[E(EVIDENCE_SOON)] = STAY(FLUSHING, A(NOTE_EVIDENCE)),
 		/* its wbs are gone, but the flush ends first */
@@ -41,6 +43,10 @@ static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
 	[P(AWAITING_REMOVAL)] = {
 		[E(EMPTIED)] = GO(FLUSHING, A(SUBMIT)),
 		[E(REMOVED)] = GO(CLEANUP, A(QUEUE_CLEANUP)),
+		/* the exit recipe: the kernel's own offline cleanup moved its
+		 * inodes if the flush left the wb clean; the batch covers a
+		 * wb dirtied since, and the watch a writer that keeps it so */
+		[E(REMOVED_WATCH)] = GO(CLEANUP, A(WATCH) | A(QUEUE_CLEANUP)),
 		[E(REPOPULATED)] = GO(ENDED, A(END)),
 		[E(STOP)] = GO(ENDED, A(END)),
 	},
@@ -62,6 +68,9 @@ static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
 	},
 	[P(CLEANUP)] = {
 		[E(CLEANED)] = GO(VERIFY, A(QUEUE_VERIFY)),
+		/* the exit recipe's watch refused (the table full): answered,
+		 * cleaned up and verified as eager's removals are */
+		[E(WATCH_REFUSED)] = STAY(CLEANUP, A(QUEUE_CLEANUP) | A(ANSWER)),
 		/* the writer waits now: evidence wins over the batch */
 		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
 		[E(EVIDENCE_SOON)] = STAY(CLEANUP, A(NOTE_EVIDENCE)),
@@ -114,12 +123,14 @@ const char *wbg_event_to_string(enum wbg_event e)
 		[E(DIRTY_WATCH)] = "dirty_watch",
 		[E(EMPTIED)] = "emptied",
 		[E(REMOVED)] = "removed",
+		[E(REMOVED_WATCH)] = "removed_watch",
 		[E(REPOPULATED)] = "repopulated",
 		[E(WATCH_REFUSED)] = "watch_refused",
 		[E(FLUSHED)] = "flushed",
 		[E(NONE_STARTED)] = "none_started",
 		[E(FLUSHED_ASKED)] = "flushed_asked",
 		[E(FLUSHED_GONE)] = "flushed_gone",
+		[E(FLUSHED_GONE_WATCH)] = "flushed_gone_watch",
 		[E(DRAINED)] = "drained",
 		[E(EVIDENCE)] = "evidence",
 		[E(EVIDENCE_SOON)] = "evidence_soon",

@@ -9,7 +9,9 @@
  *
  * Every mode shares one pipeline after the removal: eager enters it at
  * FLUSHING, on-evidence at WATCHED (through DEFERRED while the emptied
- * cgroup still exists); both go through CLEANUP (the batched scratch
+ * cgroup still exists), the exit recipe at FLUSHING with its own inodes
+ * written as the cgroup empties, and is watched from its removal on (for
+ * what that flush missed); all go through CLEANUP (the batched scratch
  * cycle) and VERIFY (one wb_stats read per batch), and a watched one that
  * is dirty again goes back to WATCHED.
  *
@@ -41,12 +43,14 @@ enum wbg_event {
 	WBG_EVENT_DIRTY_WATCH,    /* dirty, on-evidence: nothing written until the evidence */
 	WBG_EVENT_EMPTIED,        /* populated 0 after a stop job's flush: what was written since, once more */
 	WBG_EVENT_REMOVED,        /* its directory is gone */
+	WBG_EVENT_REMOVED_WATCH,  /* ... after the exit recipe's flush: cleaned up now, watched for what it missed */
 	WBG_EVENT_REPOPULATED,    /* in use again before its removal */
 	WBG_EVENT_WATCH_REFUSED,  /* the watch table took no more: flushed as eager would */
 	WBG_EVENT_FLUSHED,        /* every job of its flush ended (or timed out); the cgroup still exists */
 	WBG_EVENT_NONE_STARTED,   /* no job of its flush could start, the cgroup still there: its removal tries again */
 	WBG_EVENT_FLUSHED_ASKED,  /* ... for an API request on a live cgroup: its going-away is another handover */
 	WBG_EVENT_FLUSHED_GONE,   /* ... and the cgroup is gone */
+	WBG_EVENT_FLUSHED_GONE_WATCH, /* ... the exit recipe's, the cgroup gone: watched for what it missed */
 	WBG_EVENT_DRAINED,        /* the watched wb has no dirty IO left (or, without wb_stats, is taken as so) */
 	WBG_EVENT_EVIDENCE,       /* a live cgroup dirtied its inode, or a foreign flush to it failed */
 	WBG_EVENT_EVIDENCE_SOON,  /* ... while a flush runs or within reflush_sec of the last: noted for later */

@@ -76,7 +76,8 @@ struct wbg_handover {
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
-	bool flush_inodes;           /* its current flush writes its inodes only (evidence) */
+	enum flush_mode flush_mode;  /* its current flush: all of it, its inodes' start (evidence), the exit recipe */
+	bool exit_recipe;            /* its first flush was the exit recipe's: its removal is watched */
 	/* on-evidence: its place in the watch table (lifecycle.h) */
 	bool watch;                  /* in the table now */
 	bool was_watched;            /* ever: its record says how the watch went */

@@ -63,6 +63,23 @@ static void end_early(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg
 	hs_step(hs, h, WBG_EVENT_NOTHING, NULL);
 }
 
+/* The exit recipe: its own inodes written and waited for as the cgroup
+ * empties; a filesystem whose inode set is incomplete gets a syncfs (the
+ * counted fallback). Its removal is then watched. */
+static void exit_recipe(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
+{
+	h->exit_recipe = true;
+	h->flush_mode = FLUSH_MODE_EXIT;
+	hs->stats.exit_flushes++;
+	for (size_t i = 0; i < plan->n; i++)
+		if (plan->t[i].kind == FLUSH_FS) {
+			if (plan->t[i].use_inodes)
+				hs->stats.exit_targets_inodes++;
+			else
+				hs->stats.exit_targets_syncfs++;
+		}
+}
+
 /* An existing handover moves on: populated 0 after a stop job, or the
  * directory gone. */
 static void move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
@@ -75,7 +92,8 @@ static void move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_h
 		struct wbg_plan plan = { 0 };
 
 		h->replanned = true;
-		if (h->phase == WBG_PHASE_DEFERRED || hs->ops->flusher->plan(hs->userdata, c->id, c, false, &plan) >= 0)
+		if (h->phase == WBG_PHASE_DEFERRED ||
+		    hs->ops->flusher->plan(hs->userdata, c->id, c, h->exit_recipe, &plan) >= 0)
 			hs_step(hs, h, WBG_EVENT_EMPTIED, &plan);
 		plan_free(&plan);
 		/* the same targets again: counted once (h lives on: a
@@ -86,7 +104,7 @@ static void move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_h
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 		h->t_removed = hs_now(hs);
 		c->handover = NULL; /* the cgroup entry goes away now */
-		hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
+		hs_step(hs, h, h->exit_recipe ? WBG_EVENT_REMOVED_WATCH : WBG_EVENT_REMOVED, NULL);
 	}
 }
 
@@ -140,7 +158,7 @@ uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wb
 	uint64_t dirty = 0, wb = 0, id;
 	struct wbg_plan plan = { 0 };
 	enum wbg_event ev;
-	bool removed;
+	bool removed, exit;
 	int r;
 
 	if (h) {
@@ -192,7 +210,10 @@ uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wb
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
 
-	r = hs->ops->flusher->plan(hs->userdata, c->id, c, false, &plan);
+	/* the exit recipe writes the cgroup's own inodes: the plan takes its
+	 * inode sets */
+	exit = hs->params.at_exit && trigger != WBG_TRIGGER_API;
+	r = hs->ops->flusher->plan(hs->userdata, c->id, c, exit, &plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
@@ -200,7 +221,10 @@ uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wb
 		ev = WBG_EVENT_NOTHING;
 	} else if (plan.n == 0)
 		ev = plan_empty(hs, c, h, &plan);
-	else /* on-evidence: no data I/O now; its removal is watched */
+	else if (exit) {
+		exit_recipe(hs, h, &plan);
+		ev = WBG_EVENT_DIRTY;
+	} else /* on-evidence: no data I/O now; its removal is watched */
 		ev = hs->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
 	if (ev == WBG_EVENT_NOTHING) {
 		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)

@@ -41,8 +41,16 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 		     (double)hs->n_waiters);
 
 	metric_family(f, "wbguard_flush_mode", "gauge", "The flush mode in effect: 1 on its mode.");
-	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !hs->params.on_evidence);
+	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !hs->params.on_evidence && !hs->params.at_exit);
 	fprintf(f, "wbguard_flush_mode{mode=\"on-evidence\"} %d\n", hs->params.on_evidence);
+	fprintf(f, "wbguard_flush_mode{mode=\"exit\"} %d\n", hs->params.at_exit);
+	metric_counter(f, "wbguard_exit_flushes_total",
+		       "Handovers whose first flush was the exit recipe (their own inodes as their cgroup emptied).",
+		       st->exit_flushes);
+	metric_family(f, "wbguard_exit_flush_targets_total", "counter",
+		      "The exit recipe's filesystems, by how: its own inodes, or syncfs for want of a complete inode set.");
+	fprintf(f, "wbguard_exit_flush_targets_total{how=\"inodes\"} %" PRIu64 "\n", st->exit_targets_inodes);
+	fprintf(f, "wbguard_exit_flush_targets_total{how=\"syncfs\"} %" PRIu64 "\n", st->exit_targets_syncfs);
 	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
 		     (double)hs->n_watched);
 	metric_counter(f, "wbguard_dying_watch_full_total",

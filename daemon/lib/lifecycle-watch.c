@@ -60,9 +60,10 @@ int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h)
 		uint64_t k = ++hs->watch_stats.refused_full;
 
 		if (!(k & (k - 1)))
-			log_warning("%zu dying cgroups watched ([flush] watch_max): %s is flushed now instead "
+			log_warning("%zu dying cgroups watched ([flush] watch_max): %s is %s instead "
 				    "(%" PRIu64 " so far)",
-				    hs->n_watched, h->path, hs->watch_stats.refused_full);
+				    hs->n_watched, h->path, h->exit_recipe ? "only cleaned up" : "flushed now",
+				    hs->watch_stats.refused_full);
 		return -ENOSPC;
 	}
 	for (size_t i = 0; i < hs->n_watched; i++)
@@ -72,9 +73,10 @@ int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h)
 		uint64_t k = ++hs->watch_stats.refused_tenant;
 
 		if (!(k & (k - 1)))
-			log_warning("%zu dying cgroups of %s's tenant watched ([flush] watch_max_per_tenant): flushed now "
+			log_warning("%zu dying cgroups of %s's tenant watched ([flush] watch_max_per_tenant): %s "
 				    "instead (%" PRIu64 " so far)",
-				    of_tenant, h->path, hs->watch_stats.refused_tenant);
+				    of_tenant, h->path, h->exit_recipe ? "only cleaned up" : "flushed now",
+				    hs->watch_stats.refused_tenant);
 		return -ENOSPC;
 	}
 	if (hs->n_watched == hs->watch_cap) {
@@ -104,7 +106,7 @@ static enum wbg_watch_end watch_end(const struct wbg_handover *h, enum wbg_event
 {
 	switch (event) {
 	case WBG_EVENT_VERIFIED:
-		return h->flushes ? WBG_WATCH_END_FLUSHED : h->verify == 1 ? WBG_WATCH_END_DRAINED : WBG_WATCH_END_UNVERIFIED;
+		return h->flushes || h->exit_recipe ? WBG_WATCH_END_FLUSHED : h->verify == 1 ? WBG_WATCH_END_DRAINED : WBG_WATCH_END_UNVERIFIED;
 	case WBG_EVENT_VERIFIED_DIRTY:
 	case WBG_EVENT_EXPIRED:
 		return WBG_WATCH_END_DIRTY;
@@ -137,7 +139,7 @@ void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 	if (event == WBG_EVENT_STOP) {
 		h->outcome = WBG_OUTCOME_INTERRUPTED;
 		h->reason = "daemon stopped while its dying wb was watched";
-	} else if (h->flushes) {
+	} else if (h->flushes || h->exit_recipe) {
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
 		h->reason = h->expired ? "not drained at watch_max_age_sec: flushed" : NULL;
 	} else {

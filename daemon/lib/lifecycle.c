@@ -244,7 +244,7 @@ static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_p
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER, h->id);
+		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_mode, h->id);
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -286,7 +286,7 @@ static void flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
 	struct wbg_plan plan = { 0 };
 	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
 
-	h->flush_inodes = inodes;
+	h->flush_mode = inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER;
 	hs->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
@@ -325,9 +325,10 @@ static void flush_finished(struct wbg_lifecycle *hs, struct wbg_handover *h)
 		return;
 	}
 	hs_step(hs, h,
-		h->t_removed			  ? WBG_EVENT_FLUSHED_GONE
-		: h->trigger == WBG_TRIGGER_API ? WBG_EVENT_FLUSHED_ASKED
-						  : WBG_EVENT_FLUSHED,
+		h->t_removed && h->exit_recipe && !h->was_watched ? WBG_EVENT_FLUSHED_GONE_WATCH
+		: h->t_removed					  ? WBG_EVENT_FLUSHED_GONE
+		: h->trigger == WBG_TRIGGER_API			  ? WBG_EVENT_FLUSHED_ASKED
+								  : WBG_EVENT_FLUSHED,
 		NULL);
 }
 

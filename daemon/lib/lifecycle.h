@@ -130,6 +130,7 @@ struct wbg_lifecycle_params {
 	uint64_t timeout_usec; /* [flush] timeout_sec */
 	bool flush;            /* [flush] enable */
 	bool on_evidence;      /* removals are watched, not flushed */
+	bool at_exit;          /* the exit recipe: own inodes written as a cgroup empties, its removal watched */
 	struct wbg_watch_params watch;
 };
 
@@ -156,6 +157,9 @@ struct wbg_lifecycle_stats {
 	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
 	uint64_t stall_started, stall_covered, stall_capped, stall_off; /* lifecycle_stall() */
 	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
+	/* the exit recipe's flushes, and their targets by how: its own inodes,
+	 * or syncfs for want of a complete inode set */
+	uint64_t exit_flushes, exit_targets_inodes, exit_targets_syncfs;
 };
 
 /* A finished handover, as the API reports it. */

@@ -301,6 +301,7 @@ struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m)
 		 * and what each cgroup dirtied */
 		.on_evidence = m->cfg.flush_mode == WBG_FLUSH_ON_EVIDENCE && wbg_bpf_dying_supported(m->bpf) &&
 			       dirtied_bpf(m),
+		.at_exit = m->cfg.flush_mode == WBG_FLUSH_EXIT,
 		.watch = {
 			.max = m->cfg.watch_max,
 			.max_per_tenant = m->cfg.watch_max_per_tenant,

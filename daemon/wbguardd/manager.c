@@ -219,8 +219,10 @@ int manager_reload(struct manager *m)
 	config_done(&m->cfg);
 	m->cfg = c;
 	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);
-	if (m->pool)
+	if (m->pool) {
 		flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
+		flush_pool_set_exit_rate(m->pool, m->cfg.exit_bytes_per_sec);
+	}
 	p = manager_lifecycle_params(m);
 	lifecycle_set_params(&m->lifecycle, &p);
 	log_info("Reloaded %s", m->config_path);
@@ -367,6 +369,8 @@ static void start_flush_mode(struct manager *m)
 	lifecycle_set_params(&m->lifecycle, &p);
 	if (m->cfg.flush_mode == WBG_FLUSH_EAGER)
 		log_info("Flush mode: eager (every removal with dirty data is flushed)");
+	else if (p.at_exit)
+		log_info("Flush mode: exit (an emptied cgroup's own inodes written, its removal watched)");
 	else if (p.on_evidence)
 		log_info("Flush mode: on-evidence (removals watched; flushed when a live cgroup dirties their inodes)");
 	else
@@ -458,6 +462,7 @@ int manager_start(struct manager *m)
 	if (r < 0)
 		return log_error_errno(r, "Cannot start flush workers");
 	flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
+	flush_pool_set_exit_rate(m->pool, m->cfg.exit_bytes_per_sec);
 	/* cgroupfs has file handles: whether we may open by handle at all
 	 * (the shipped DaemonSet's capabilities and seccomp decide) */
 	r = flush_probe_handles(m->cfg.cgroup_root);

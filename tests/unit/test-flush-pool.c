@@ -186,6 +186,85 @@ static void refused_handles(void)
 	      (unsigned long long)started, (unsigned long long)fallbacks);
 }
 
+/* An exit job writes 64 MiB to its device. */
+static void exit_run(struct flush_job *j, void *userdata)
+{
+	j->result = 0;
+	j->device_bytes = j->mode == FLUSH_MODE_EXIT ? 64ULL << 20 : 0;
+}
+
+static struct flush_job *exit_job(dev_t dev, uint64_t waiter)
+{
+	struct flush_job *j = evidence_job(dev, waiter);
+
+	j->mode = FLUSH_MODE_EXIT;
+	return j;
+}
+
+/* The exit recipe's budget is bytes a second per device: after 64 MiB at
+ * 64 MiB/s, the next exit job there waits a second; other devices and
+ * other modes do not. */
+static void exit_budget(void)
+{
+	struct flush_pool *p;
+	struct flush_pool_stats st;
+	unsigned done;
+
+	if (flush_pool_new(2, "/sys/dev/block", &p) < 0)
+		return;
+	flush_pool_set_runner(p, exit_run, NULL);
+	flush_pool_set_interval(p, 0);
+	flush_pool_set_exit_rate(p, 64ULL << 20);
+	flush_pool_submit(p, exit_job(5, 1));
+	done = collect(p, 1000, NULL);
+	flush_pool_submit(p, exit_job(5, 2));
+	flush_pool_submit(p, exit_job(6, 3));
+	flush_pool_submit(p, evidence_job(5, 4));
+	done += collect(p, 300, NULL);
+	flush_pool_stats(p, &st);
+	CHECK(done == 2 && st.jobs_started == 2,
+	      "after an exit job wrote 64 MiB at 64 MiB/s, the next on its device waits (another device's does not; "
+	      "%u done)", done);
+	done += collect(p, 2000, NULL);
+	flush_pool_stats(p, &st);
+	CHECK(done == 3 && st.budget_waits == 1,
+	      "it starts within the second, merged with the evidence job waiting for that device; counted as held");
+	flush_pool_set_exit_rate(p, 0);
+	flush_pool_submit(p, exit_job(7, 5));
+	done += collect(p, 1000, NULL);
+	flush_pool_submit(p, exit_job(7, 6));
+	done += collect(p, 300, NULL);
+	CHECK(done == 5, "exit_bytes_per_sec = 0: no wait");
+	flush_pool_free(p);
+}
+
+/* A merged job does the most its parts asked. */
+static void merge_modes(void)
+{
+	static const struct {
+		enum flush_mode into, j, want;
+	} cases[] = {
+		{ FLUSH_MODE_EXPIRY, FLUSH_MODE_EXIT, FLUSH_MODE_EXIT },
+		{ FLUSH_MODE_EXIT, FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXIT },
+		{ FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE },
+		{ FLUSH_MODE_EXIT, FLUSH_MODE_HANDOVER, FLUSH_MODE_HANDOVER },
+		{ FLUSH_MODE_HANDOVER, FLUSH_MODE_EXIT, FLUSH_MODE_HANDOVER },
+	};
+	unsigned ok = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct flush_job *a = evidence_job(5, 1), *b = evidence_job(5, 2);
+		bool capped = true;
+
+		a->mode = cases[i].into;
+		b->mode = cases[i].j;
+		ok += flush_job_merge(a, b, &capped) == 0 && a->mode == cases[i].want && !capped && a->n_waiters == 2;
+		flush_job_free(a);
+		flush_job_free(b);
+	}
+	CHECK(ok == 5, "merged modes: exit covers evidence and expiry, a handover covers exit (%u of 5)", ok);
+}
+
 static void stuck_and_bounds(void)
 {
 	struct flush_pool *p;
@@ -306,5 +385,7 @@ int main(void)
 	stuck_and_bounds();
 	budget();
 	refused_handles();
+	exit_budget();
+	merge_modes();
 	return tap_done();
 }

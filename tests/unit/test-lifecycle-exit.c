@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The exit recipe ([flush] mode = exit) in the lifecycle, against the
+ * pretend world: the cgroup's own inodes written as it empties (the plan
+ * takes its inode sets; an incomplete one is the counted syncfs), its
+ * removal watched for what that flush missed, whichever of the flush's end
+ * and the removal comes first; a full watch table; the API and a stop
+ * job's second look. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle-world.h"
+#include "tap.h"
+
+static void setup_exit(void)
+{
+	setup(false);
+	hs.params.at_exit = true;
+	x.plan_uses_inodes = true;
+}
+
+static void test_flush_then_removal(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	uint64_t id;
+
+	setup_exit();
+	c = cgroup(800, "k/exit");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	CHECK(h && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EXIT &&
+		      x.last_plan_inodes,
+	      "populated 0: its own inodes planned and submitted as the exit recipe, before any removal");
+	CHECK(hs.stats.exit_flushes == 1 && hs.stats.exit_targets_inodes == 1 && hs.stats.exit_targets_syncfs == 0,
+	      "counted: one exit flush, one filesystem by its inodes");
+	job_done(id, 0);
+	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && x.ended == 0 && x.armed == 0,
+	      "flushed while the cgroup exists: it awaits its removal, nothing armed yet");
+	removed(c);
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&hs, 800) && x.armed == 1 && !x.last_arm_stall_only &&
+		      x.n_sub == 1,
+	      "its removal: on the cleanup batch and watched, BPF armed for either sign, nothing written again");
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && json_has("recipe", "exit") &&
+		      strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true") &&
+		      hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1 && !lifecycle_watching(&hs, 800),
+	      "cleaned up and verified clean: recorded flushed before its rmdir, by the exit recipe; the watch ended "
+	      "as flushed, not drained");
+	teardown();
+}
+
+static void test_missed(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	const char *owner = NULL;
+	uint64_t id;
+
+	/* a writer that started before the exit flush ended: its dirtying
+	 * of an inode still on the dying wb is evidence, as on-evidence */
+	setup_exit();
+	c = cgroup(810, "k/missed");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	job_done(id, 0);
+	removed(c);
+	CHECK(lifecycle_evidence(&hs, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
+		      x.sub[1].mode == FLUSH_MODE_EVIDENCE,
+	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
+	x.wb_dirty[x.n_wb_dirty++] = 810;
+	job_done(id, 0);
+	advance(x.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && x.ended == 0, "its dying wb still dirty after that: watched again");
+	x.n_wb_dirty = 0;
+	advance(x.now + 3 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":1"),
+	      "drained: cleaned up, recorded flushed with its evidence");
+	teardown();
+
+	/* the runtime removed it while the exit flush ran */
+	setup_exit();
+	c = cgroup(820, "k/early-rmdir");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	removed(c);
+	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&hs, 820),
+	      "removed while its exit flush runs: the flush ends first");
+	x.now += 10 * MS;
+	job_done(id, 0);
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&hs, 820) && x.armed == 1,
+	      "its end: cleaned up and watched");
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"flushed_before_rmdir\":false"),
+	      "recorded flushed, after its rmdir");
+	teardown();
+}
+
+static void test_bounds(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	uint64_t id;
+
+	/* the watch table full: cleaned up and verified as eager's */
+	setup_exit();
+	hs.params.watch.max = 0;
+	c = cgroup(830, "k/full");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	job_done(id, 0);
+	removed(c);
+	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&hs, 830) && hs.watch_stats.refused_full == 1 &&
+		      x.n_sub == 1,
+	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
+	advance(x.now + 2 * S);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED, "then verified and recorded flushed");
+	teardown();
+
+	/* no complete inode set: the counted fallback */
+	setup_exit();
+	x.plan_uses_inodes = false;
+	c = cgroup(840, "k/incomplete");
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EXIT && hs.stats.exit_targets_syncfs == 1 &&
+		      hs.stats.exit_targets_inodes == 0,
+	      "an incomplete inode set: the filesystem submitted (the pool's syncfs), counted as the fallback");
+	teardown();
+
+	/* an explicit request is what it was */
+	setup_exit();
+	c = cgroup(850, "k/api");
+	CHECK(lifecycle_flush_request(&hs, c, c->path, 60 * S, &x.calls[0]) >= 0 && x.n_sub == 1 &&
+		      x.sub[0].mode == FLUSH_MODE_HANDOVER && !x.last_plan_inodes && hs.stats.exit_flushes == 0,
+	      "an API flush in exit mode: all of its data, as before");
+	teardown();
+}
+
+static void test_stop_job(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	uint64_t id;
+
+	/* systemd's stop job starts it while the processes still write; at
+	 * populated 0 what they wrote since is written once more, the same way */
+	setup_exit();
+	c = cgroup(860, "system.slice/db.service");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_STOP_JOB);
+	h = c->handover;
+	x.last_plan_inodes = false;
+	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 && x.sub[1].mode == FLUSH_MODE_EXIT && x.last_plan_inodes,
+	      "populated 0 after the stop job: its own inodes again, the exit recipe");
+	job_done(id, 0);
+	job_done(id, 0);
+	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL, "both flushes ended: it awaits its removal");
+	removed(c);
+	CHECK(lifecycle_watching(&hs, 860), "its removal: watched");
+	teardown();
+}
+
+int main(void)
+{
+	if (world_open() < 0)
+		return 1;
+	test_flush_then_removal();
+	test_missed();
+	test_bounds();
+	test_stop_job();
+	world_close();
+	return tap_done();
+}
