@@ -187,6 +187,11 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 		hs->n_active--;
 		active_cgroup_count(hs, h->cgroup_id, -1);
 	}
+	/* what a removed cgroup dirtied was kept while a handover of it ran
+	 * (a flush that outlives the rmdir still needs it on evidence); a
+	 * watched one's went at its unwatching */
+	if (h->t_removed && !h->was_watched && !lifecycle_cgroup_active(hs, h->cgroup_id))
+		hs->ops->kernel->forget(hs->userdata, h->cgroup_id);
 	/* its next stall is news again (unwatching forgot a watched one),
 	 * unless nothing could be flushed for it: then a report at every
 	 * failed flush would only repeat this end */
@@ -375,8 +380,11 @@ static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 		hs_step(hs, h, WBG_EVENT_WATCH_REFUSED, NULL);
 		return;
 	}
+	/* after a flush of ours, only the stall is news (the writer's every
+	 * dirtying would be); before any (drained, or the exit recipe's
+	 * flush not enough), a live cgroup's first dirtying still is */
 	if (actions & WBG_ACT_ARM_STALL && h->watch)
-		(void)hs->ops->kernel->arm(hs->userdata, h->cgroup_id, true);
+		(void)hs->ops->kernel->arm(hs->userdata, h->cgroup_id, h->flushes > 0);
 	if (actions & WBG_ACT_NOTE_EVIDENCE)
 		h->evidence_pending = true;
 	if (actions & WBG_ACT_QUEUE_CLEANUP) {

@@ -39,11 +39,12 @@ static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
 	c->n_ns_devs = n;
 }
 
-/* A removed cgroup's set of what it dirtied is kept while its dying wb is
- * watched (it says what to flush on evidence). */
+/* A removed cgroup's set of what it dirtied is kept while a handover of it
+ * is in progress (it says what to flush on evidence, also for a flush that
+ * outlives the rmdir); the lifecycle forgets it at that handover's end. */
 static void forget_dirtied(struct manager *m, uint64_t id)
 {
-	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !lifecycle_watching(&m->lifecycle, id))
+	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !lifecycle_cgroup_active(&m->lifecycle, id))
 		(void)wbg_bpf_forget_cgroup(m->bpf, id);
 }
 

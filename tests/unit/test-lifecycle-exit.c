@@ -84,8 +84,9 @@ static void test_missed(void)
 	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&hs, 820),
-	      "removed while its exit flush runs: the flush ends first");
+	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&hs, 820) && lifecycle_cgroup_active(&hs, 820) &&
+		      x.forgotten == 0,
+	      "removed while its exit flush runs: the flush ends first, and what it dirtied is kept for the evidence");
 	x.now += 10 * MS;
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&hs, 820) && x.armed == 1,
@@ -93,6 +94,34 @@ static void test_missed(void)
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"flushed_before_rmdir\":false"),
 	      "recorded flushed, after its rmdir");
+	teardown();
+}
+
+static void test_still_dirty(void)
+{
+	struct wbg_cgroup *c;
+	struct wbg_handover *h;
+	const char *owner = NULL;
+	uint64_t id;
+
+	/* the exit flush left its wb dirty (ext4's metadata, a page written
+	 * since): watched, and a live cgroup's first dirtying is still news */
+	setup_exit();
+	c = cgroup(870, "k/still-dirty");
+	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	job_done(id, 0);
+	removed(c);
+	x.wb_dirty[x.n_wb_dirty++] = 870;
+	advance(x.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && x.armed == 2 && !x.last_arm_stall_only,
+	      "dirty at the check: watched, armed for either sign (no flush of ours since the exit recipe's)");
+	CHECK(lifecycle_evidence(&hs, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].mode == FLUSH_MODE_EVIDENCE,
+	      "the replacement's first dirtying: its inodes flushed at once");
+	job_done(id, 0);
+	advance(x.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	      "still dirty after that flush: re-armed for the stall only");
 	teardown();
 }
 
@@ -114,7 +143,8 @@ static void test_bounds(void)
 		      x.n_sub == 1,
 	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
 	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED, "then verified and recorded flushed");
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && x.forgotten == 1,
+	      "then verified and recorded flushed; what it dirtied forgotten at the end");
 	teardown();
 
 	/* no complete inode set: the counted fallback */
@@ -166,6 +196,7 @@ int main(void)
 		return 1;
 	test_flush_then_removal();
 	test_missed();
+	test_still_dirty();
 	test_bounds();
 	test_stop_job();
 	world_close();
