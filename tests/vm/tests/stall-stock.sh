@@ -156,6 +156,35 @@ check "on-evidence: the evidence counted" test "$(metric wbguard_dying_evidence_
 check "on-evidence: the mode in effect exported" test "$(metric 'wbguard_flush_mode{mode="on-evidence"}')" = 1
 daemon_stop
 
+# The exit recipe: as the old cgroup empties, its own inodes are written
+# and waited for (no syncfs: nobody else's data), then its removal is
+# watched. wbstall removes the cgroup at once, as runc does, so the flush
+# may end after the rmdir; the replacement starts at once too. (Its lag
+# and -ENOENT against the other modes are the benchmark's: tests/bench/bench
+# stock:removed:exit.)
+printf '[flush]\nmode = exit\n' >/tmp/exit.conf
+daemon_start "$WBG_BUILD" --config /tmp/exit.conf
+check "wbguardd starts (exit)" grep -q 'Flush mode: exit' /wbg-out/wbguardd.log
+$S --pause 0 --dir /mnt/ext4 --mode removed --json /wbg-out/exit.json >/dev/null
+check "wbstall on ext4, removed, with wbguardd exit" test $? = 0
+i=0
+while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+h=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+echo "# $(echo "$h" | jq -c '{trigger, outcome, recipe, inode_targets, fs_targets, inodes_synced, device_bytes, first_flush_s, removed_s, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean}')"
+echo "# replacement's worst lag $(jqv /wbg-out/exit.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/exit.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded $(jqv /wbg-out/ext4.json '.cgroup_writeback_by_id.old_target.enoent // 0'))"
+check "exit: the old cgroup's handover flushed its own inodes by the exit recipe, no syncfs" \
+	test "$(echo "$h" | jq -r '"\(.recipe) \(.outcome) \(.inode_targets > 0) \([.target_list[] | select(.how == "syncfs")] | length)"')" = "exit flushed true 0"
+check "exit: that flush started as the cgroup emptied, before any evidence" \
+	test "$(echo "$h" | jq -r '.trigger != "removed" and (.first_flush_s // 99) < 1 and (.first_flush_s <= (.evidence_s // 99))')" = true
+check "exit: its removal was watched, the cleanup re-ran and the dying wb ended clean" \
+	test "$(echo "$h" | jq -r '"\(has("evidence")) \(.cleanup_rerun) \(.dying_wb_clean)"')" = "true true true"
+scrape_metrics
+check "exit: the mode in effect exported" test "$(metric 'wbguard_flush_mode{mode="exit"}')" = 1
+check "exit: its flushes counted, and their filesystems by inodes" \
+	test "$(metric wbguard_exit_flushes_total)" -ge 1 -a "$(metric 'wbguard_exit_flush_targets_total{how="inodes"}')" -ge 1
+check "exit: the recipe's device bytes counted" test "$(grep -c '^wbguard_flush_target_exit_bytes_total{' /wbg-out/metrics.txt)" -ge 1
+daemon_stop
+
 # A watch survives a kill -9 (6.12: wb_stats could find it too; the
 # pending record names it first), with and without wb_stats for the
 # restart. Removals it never saw (down at the removal: the restart's scan
