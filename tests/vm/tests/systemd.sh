@@ -104,3 +104,28 @@ check "on-evidence: cleanup re-run, the dying wb clean" \
 	test "$(echo "$h" | jq -r '"\(.cleanup_rerun) \(.dying_wb_clean)"')" = "true true"
 systemctl stop wbguard-ev
 check "on-evidence: wbguardd stopped cleanly" sh -c "! systemctl is-failed --quiet wbguard-ev"
+
+# The same stop with the exit recipe: the stop job starts the handover, and
+# the unit's own files are written (by inode, no syncfs) before its cgroup
+# is removed; its removal is then watched, and nothing more is needed.
+rm -f /run/wbguard/handovers.jsonl
+printf '[flush]\nmode = exit\n' >/tmp/exit.conf
+systemd-run --quiet --unit=wbguard-exit -p Delegate=yes -p Type=notify \
+	"$WBG_BUILD/daemon/wbguardd" --log-level=debug --config /tmp/exit.conf
+check "exit: wbguardd runs, the mode logged" sh -c "journalctl -u wbguard-exit | grep -q 'Flush mode: exit'"
+systemd-run --quiet --unit=dirtier3 -p MemoryMax=256M sh -c \
+	'trap "sleep 0.5; exit 0" TERM; for i in 1 2 3 4; do dd if=/dev/zero of=/mnt/ext4/svc/x$i bs=1M count=2 status=none; done; sleep 600 & wait'
+sleep 3
+systemctl stop dirtier3
+i=0
+while ! grep -q '"cgroup":"system.slice/dirtier3.service"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+h=$(grep '"cgroup":"system.slice/dirtier3.service"' /run/wbguard/handovers.jsonl | head -1)
+echo "# $h"
+check "exit: handover triggered by the stop job, the exit recipe's" \
+	test "$(echo "$h" | jq -r '"\(.trigger) \(.recipe)"')" = "job exit"
+check "exit: its own inodes flushed (no syncfs) before its cgroup was removed" \
+	test "$(echo "$h" | jq -r '"\(.outcome) \(.inode_targets > 0) \(.fs_targets) \((.first_flush_s // 99) < (.removed_s // 0))"')" = "flushed true 0 true"
+check "exit: its removal watched, and its dying wb clean without another flush" \
+	test "$(echo "$h" | jq -r '"\(.evidence_flushes) \(.dying_wb_clean)"')" = "0 true"
+systemctl stop wbguard-exit
+check "exit: wbguardd stopped cleanly" sh -c "! systemctl is-failed --quiet wbguard-exit"
