@@ -102,31 +102,20 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, 1);
 			}
-		} else if (j->mode == FLUSH_MODE_EXIT) {
-			/* The cgroup's own inodes as it empties: written and
-			 * waited for (sync_file_range with both waits), which
-			 * leaves its wb with no dirty IO, so the kernel's own
-			 * offline cleanup moves them at the removal; no journal
-			 * commit, nobody else's data (narrow-flush bench).
-			 * Without a complete set, or with handles refused, the
-			 * counted fallback: syncfs. */
+		} else if (j->mode == FLUSH_MODE_EVIDENCE || j->mode == FLUSH_MODE_EXIT) {
+			/* The removed cgroup's own inodes, nobody else's, no
+			 * journal commit. Evidence: their writeback started, as
+			 * the kernel's own foreign flush would have queued it
+			 * (the writer waits for the pages, not for us). Exit:
+			 * written and waited for as the cgroup empties. Either
+			 * way the inodes stay on its wb's dirty list until a
+			 * writeback pass visits them (tests/README.md, the exit
+			 * recipe); the cleanup follows once the wb drains.
+			 * Without a set, or with handles refused: syncfs. */
 			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
-								 FLUSH_INODE_WRITE_WAIT, &j->stats)
-						  : -EOPNOTSUPP;
-			if (j->result < 0) {
-				j->handles_refused = j->use_inodes;
-				j->fell_back = true;
-				j->result = job_syncfs(j, fd, j->passes);
-			}
-		} else if (j->mode == FLUSH_MODE_EVIDENCE) {
-			/* The removed cgroup's own inodes, which a replacement
-			 * writes to: their writeback started, as the kernel's
-			 * own foreign flush would have queued it (the writer
-			 * waits for the pages, not for us), nobody else's, no
-			 * journal commit. The inodes stay on the dying wb while
-			 * it writes; the cleanup follows once the wb drains. */
-			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
-								 FLUSH_INODE_START, &j->stats)
+								 j->mode == FLUSH_MODE_EXIT ? FLUSH_INODE_WRITE_WAIT
+											    : FLUSH_INODE_START,
+								 &j->stats)
 						  : -EOPNOTSUPP;
 			if (j->result < 0) {
 				j->handles_refused = j->use_inodes;

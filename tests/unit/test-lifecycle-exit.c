@@ -19,6 +19,18 @@ static void setup_exit(void)
 	x.plan_uses_inodes = true;
 }
 
+/* A cgroup emptied and its exit flush done, then removed: its handover. */
+static struct wbg_handover *exited(uint64_t cgroup_id, const char *path)
+{
+	struct wbg_cgroup *c = cgroup(cgroup_id, path);
+	uint64_t id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	struct wbg_handover *h = c->handover;
+
+	job_done(id, 0);
+	removed(c);
+	return h;
+}
+
 static void test_flush_then_removal(void)
 {
 	struct wbg_cgroup *c;
@@ -60,11 +72,8 @@ static void test_missed(void)
 	/* a writer that started before the exit flush ended: its dirtying
 	 * of an inode still on the dying wb is evidence, as on-evidence */
 	setup_exit();
-	c = cgroup(810, "k/missed");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	h = c->handover;
-	job_done(id, 0);
-	removed(c);
+	h = exited(810, "k/missed");
+	id = h->id;
 	CHECK(lifecycle_evidence(&hs, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
 		      x.sub[1].mode == FLUSH_MODE_EVIDENCE,
 	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
@@ -99,7 +108,6 @@ static void test_missed(void)
 
 static void test_still_dirty(void)
 {
-	struct wbg_cgroup *c;
 	struct wbg_handover *h;
 	const char *owner = NULL;
 	uint64_t id;
@@ -107,11 +115,8 @@ static void test_still_dirty(void)
 	/* the exit flush left its wb dirty (ext4's metadata, a page written
 	 * since): watched, and a live cgroup's first dirtying is still news */
 	setup_exit();
-	c = cgroup(870, "k/still-dirty");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	h = c->handover;
-	job_done(id, 0);
-	removed(c);
+	h = exited(870, "k/still-dirty");
+	id = h->id;
 	x.wb_dirty[x.n_wb_dirty++] = 870;
 	advance(x.now + S / 2);
 	CHECK(h->phase == WBG_PHASE_WATCHED && x.armed == 2 && !x.last_arm_stall_only,
@@ -129,16 +134,11 @@ static void test_bounds(void)
 {
 	struct wbg_cgroup *c;
 	struct wbg_handover *h;
-	uint64_t id;
 
 	/* the watch table full: cleaned up and verified as eager's */
 	setup_exit();
 	hs.params.watch.max = 0;
-	c = cgroup(830, "k/full");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	h = c->handover;
-	job_done(id, 0);
-	removed(c);
+	h = exited(830, "k/full");
 	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&hs, 830) && hs.watch_stats.refused_full == 1 &&
 		      x.n_sub == 1,
 	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");

@@ -4,6 +4,12 @@
 # independent bpftrace kretprobe sees. Short scenario: functional, not timed.
 . "$WBG_TOP/tests/vm/lib.sh"
 S="$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12"
+# The old cgroup's handover record, once it ended (within 60 s).
+old_handover() {
+	i=0
+	while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1
+}
 # wbguardd watching with its mitigation off: it must see the stall's evidence.
 printf '[mitigation]\nmode = off\n' >/tmp/off.conf
 daemon_start "$WBG_BUILD" --config /tmp/off.conf
@@ -140,9 +146,7 @@ daemon_start "$WBG_BUILD"
 check "wbguardd starts (on-evidence)" grep -q 'Flush mode: on-evidence' /wbg-out/wbguardd.log
 $S --pause 0 --dir /mnt/ext4 --mode removed --json /wbg-out/evidence.json >/dev/null
 check "wbstall on ext4, removed, with wbguardd on-evidence" test $? = 0
-i=0
-while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-h=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+h=$(old_handover)
 echo "# $(echo "$h" | jq -c '{outcome, evidence, evidence_flushes, evidence_s, removed_s, first_flush_s, cleanup_rerun, dying_wb_clean, device_bytes}')"
 echo "# replacement's worst lag $(jqv /wbg-out/evidence.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/evidence.json '.cgroup_writeback_by_id.old_target.enoent // 0')"
 check "on-evidence: the old cgroup's handover was flushed on evidence" \
@@ -167,9 +171,7 @@ daemon_start "$WBG_BUILD" --config /tmp/exit.conf
 check "wbguardd starts (exit)" grep -q 'Flush mode: exit' /wbg-out/wbguardd.log
 $S --pause 0 --dir /mnt/ext4 --mode removed --json /wbg-out/exit.json >/dev/null
 check "wbstall on ext4, removed, with wbguardd exit" test $? = 0
-i=0
-while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-h=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)
+h=$(old_handover)
 echo "# $(echo "$h" | jq -c '{trigger, outcome, recipe, inode_targets, fs_targets, inodes_synced, device_bytes, first_flush_s, removed_s, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean}')"
 echo "# replacement's worst lag $(jqv /wbg-out/exit.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/exit.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded $(jqv /wbg-out/ext4.json '.cgroup_writeback_by_id.old_target.enoent // 0'))"
 check "exit: the old cgroup's handover flushed its own inodes by the exit recipe, no syncfs" \
