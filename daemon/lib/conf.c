@@ -46,7 +46,7 @@ void config_init(struct wbg_config *c)
 		.n_passes = 3,
 		.default_passes = 1,
 		.inode_flush = WBG_INODE_FLUSH_AUTO,
-		.max_inodes = 4096,
+		.max_inodes = 8192, /* the seed's recipe writes 5,000 files */
 		.max_inodes_per_tenant = WBG_INODES_MAX / 4,
 		.flush_bdev = true,
 		.scratch_cycle = true,
