@@ -107,7 +107,9 @@ check "on-evidence: wbguardd stopped cleanly" sh -c "! systemctl is-failed --qui
 
 # The same stop with the exit recipe: the stop job starts the handover, and
 # the unit's own files are written (by inode, no syncfs) before its cgroup
-# is removed; its removal is then watched, and nothing more is needed.
+# is removed; its removal is then watched (for what the flush missed: the
+# inodes stay on the dead wb's dirty list until the kernel's writeback
+# visits them, tests/README.md). Stopping wbguardd records it as it stands.
 rm -f /run/wbguard/handovers.jsonl
 printf '[flush]\nmode = exit\n' >/tmp/exit.conf
 systemd-run --quiet --unit=wbguard-exit -p Delegate=yes -p Type=notify \
@@ -118,14 +120,14 @@ systemd-run --quiet --unit=dirtier3 -p MemoryMax=256M sh -c \
 sleep 3
 systemctl stop dirtier3
 i=0
-while ! grep -q '"cgroup":"system.slice/dirtier3.service"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+while [ -e /sys/fs/cgroup/system.slice/dirtier3.service ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.5
+systemctl stop wbguard-exit
+check "exit: wbguardd stopped cleanly" sh -c "! systemctl is-failed --quiet wbguard-exit"
 h=$(grep '"cgroup":"system.slice/dirtier3.service"' /run/wbguard/handovers.jsonl | head -1)
 echo "# $h"
 check "exit: handover triggered by the stop job, the exit recipe's" \
 	test "$(echo "$h" | jq -r '"\(.trigger) \(.recipe)"')" = "job exit"
 check "exit: its own inodes flushed (no syncfs) before its cgroup was removed" \
-	test "$(echo "$h" | jq -r '"\(.outcome) \(.inode_targets > 0) \(.fs_targets) \((.first_flush_s // 99) < (.removed_s // 0))"')" = "flushed true 0 true"
-check "exit: its removal watched, and its dying wb clean without another flush" \
-	test "$(echo "$h" | jq -r '"\(.evidence_flushes) \(.dying_wb_clean)"')" = "0 true"
-systemctl stop wbguard-exit
-check "exit: wbguardd stopped cleanly" sh -c "! systemctl is-failed --quiet wbguard-exit"
+	test "$(echo "$h" | jq -r '"\(.inode_targets > 0) \(.fs_targets) \(.inodes_synced >= 4) \((.first_flush_s // 99) < (.removed_s // 0))"')" = "true 0 true true"
+check "exit: its removal was watched" test "$(echo "$h" | jq -r 'has("evidence")')" = true
