@@ -112,8 +112,10 @@ static void test_still_dirty(void)
 	const char *owner = NULL;
 	uint64_t id;
 
-	/* the exit flush left its wb dirty (ext4's metadata, a page written
-	 * since): watched, and a live cgroup's first dirtying is still news */
+	/* its wb still dirty after the exit flush (its inodes stay on the
+	 * dirty list until a writeback pass visits them, or a page was
+	 * written since): watched, and a live cgroup's first dirtying is
+	 * still news */
 	setup_exit();
 	h = exited(870, "k/still-dirty");
 	id = h->id;
