@@ -1,8 +1,12 @@
 # Sourced by VM test jobs: TAP-like result lines the host runner counts.
 # shellcheck shell=sh
-ok() { echo "ok - $*"; }
-not_ok() { echo "not ok - $*"; }
-skip() { echo "skip - $*"; }
+# Each result line also goes, with the seconds since the test began, to
+# /wbg-out/timeline: where a test's time goes (tests/vm/timing-table --steps).
+WBG_T0=${WBG_T0:-$(cut -d' ' -f1 /proc/uptime)}
+timeline() { echo "$(awk -v t0="$WBG_T0" '{printf "%.1f", $1 - t0}' /proc/uptime) $*" >>/wbg-out/timeline; }
+ok() { echo "ok - $*"; timeline "ok - $*"; }
+not_ok() { echo "not ok - $*"; timeline "not ok - $*"; }
+skip() { echo "skip - $*"; timeline "skip - $*"; }
 # check NAME CMD...: ok when CMD succeeds.
 check() {
 	local name=$1
