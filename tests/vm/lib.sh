@@ -92,9 +92,18 @@ fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 # tests/README: timing is the benchmarks'). Each first
 # checks that the old cgroup left data dirty at its removal: without that
 # there is no stall to prevent, and the check says so (skip) instead of
-# passing. The kernel's periodic flusher is off meanwhile and the parent has
-# 1 GiB, so the old data stays dirty.
-STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 1G --dir /mnt/ext4 --mode removed"
+# passing. The kernel's periodic flusher is off meanwhile.
+# The scenario, the same for the unguarded run and every case judged
+# against it (the stall tests run it unguarded first): the old cgroup
+# writes 32 MiB in 2 s, under the 384 MiB parent's background threshold,
+# so it is still dirty at the removal; the replacement's 96 MiB in 6 s go
+# over it, and its foreign flushes to the dead wb fail. Measured on stock
+# 6.12 (2026-12-02, twice each): 2,004 and 3,274 -ENOENT unguarded; the
+# same with a 1 GiB parent (this scenario until then) 0-12, no stall at
+# all, so a case could not have failed; with 512 MiB and 6 s, 5-7; with
+# 512 MiB and 12 s, 20,179 and 21,709, but the replacement then took 50 s.
+STALL_RUN="--files 50 --old-secs 2 --new-secs 6 --parent-max 384M --dir /mnt/ext4 --mode removed"
+STALL_RUN="--files 50 --old-secs 3 --new-secs 6 --parent-max 1G --dir /mnt/ext4 --mode removed"
 
 # stall_judge WHAT JSON STALLED_JSON
 stall_judge() {
@@ -128,7 +137,8 @@ stall_control() {
 
 # kill_while_watched STALLED_JSON [NO_WBSTATS]: on-evidence, wbguardd
 # killed -9 while the removed cgroup is watched and started again before the
-# replacement writes (--pause 8): the restart flushes what the watch's
+# replacement writes (--pause 5; a restart takes about 2 s under TCG): the
+# restart flushes what the watch's
 # pending record named (recovered). NO_WBSTATS=1: debugfs unmounted for the
 # restart, so that its scan of dying wbs finds nothing (as before 6.10) and
 # only the record tells.
@@ -138,7 +148,7 @@ kill_while_watched() {
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
-	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/killed.json >/dev/null &
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 5 --json /wbg-out/killed.json >/dev/null &
 	ws=$!
 	i=0
 	until { scrape_metrics && [ "$(metric wbguard_dying_watched)" = 1 ]; } || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -171,7 +181,7 @@ unseen_removals() {
 	wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 	echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
-	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 8 --json /wbg-out/unseen.json >/dev/null &
+	"$WBG_BUILD/tests/wbstall" $STALL_RUN --pause 5 --json /wbg-out/unseen.json >/dev/null &
 	ws=$!
 	sleep 1
 	daemon_stop

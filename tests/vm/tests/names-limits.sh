@@ -66,22 +66,23 @@ echo 16 >/proc/sys/fs/inotify/max_queued_events
 printf '[daemon]\nwatch_retry_sec = 3\n' >/tmp/retry.conf
 daemon_start $B --config /tmp/retry.conf
 kill -STOP $DAEMON
-for i in $(seq 1 300); do mkdir $cg/burst$i; done
+mkdir $(seq -f "$cg/burst%g" 1 300) # one process: the burst is over at once
 kill -CONT $DAEMON
-sleep 3
+burst() { $B/daemon/wbguardctl list --json | jq '[.[] | select(.cgroup | startswith("wbgtest/burst"))] | length'; }
+i=0; while [ "$(burst)" != 300 ] && [ $i -lt 30 ]; do sleep 0.2; i=$((i + 1)); done
 scrape_metrics
 echo "# overflows $(metric wbguard_inotify_overflows_total), rescans $(metric wbguard_rescans_total)"
 check "the queue overflowed and wbguardd counted it" fgt "$(metric wbguard_inotify_overflows_total)" 0
 check "and rescanned" fgt "$(metric wbguard_rescans_total)" 0
 check "all 300 are tracked after the rescan" \
-	test "$($B/daemon/wbguardctl list --json | jq '[.[] | select(.cgroup | startswith("wbgtest/burst"))] | length')" = 300
+	test "$(burst)" = 300
 check "the overflow is logged" grep -q 'inotify queue overflowed' /wbg-out/wbguardd.log
 kill -STOP $DAEMON
-for i in $(seq 1 300); do rmdir $cg/burst$i; done
+rmdir $(seq -f "$cg/burst%g" 1 300)
 kill -CONT $DAEMON
-i=0; while [ "$(grep -c '"cgroup":"wbgtest/burst[0-9]*"' /run/wbguard/handovers.jsonl)" -lt 300 ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+i=0; while [ "$(grep -c '"cgroup":"wbgtest/burst[0-9]*"' /run/wbguard/handovers.jsonl)" -lt 300 ] && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
 got=$(grep -c '"cgroup":"wbgtest/burst[0-9]*"' /run/wbguard/handovers.jsonl)
-echo "# removals recorded: $got of 300 after ${i} s; by trigger: $(grep '"cgroup":"wbgtest/burst' /run/wbguard/handovers.jsonl | jq -r .trigger | sort | uniq -c | tr -s ' \n' ' ')"
+echo "# removals recorded: $got of 300 after $((i / 5)) s; by trigger: $(grep '"cgroup":"wbgtest/burst' /run/wbguard/handovers.jsonl | jq -r .trigger | sort | uniq -c | tr -s ' \n' ' ')"
 check "every one of the 300 removals made while it was stopped is recorded" test "$got" = 300
 echo 16384 >/proc/sys/fs/inotify/max_queued_events
 
@@ -90,9 +91,8 @@ cur=$(cat /proc/sys/fs/inotify/max_user_watches)
 inuse=$(cat /proc/[0-9]*/fdinfo/* 2>/dev/null | grep -c '^inotify wd:')
 echo "# watches in use: $inuse; limit set to $((inuse + 20))"
 echo $((inuse + 20)) >/proc/sys/fs/inotify/max_user_watches
-for i in $(seq 1 40); do mkdir $cg/lim$i; done
-sleep 2
-scrape_metrics
+mkdir $(seq -f "$cg/lim%g" 1 40)
+i=0; until { scrape_metrics && fgt "$(metric wbguard_inotify_watch_failures_total)" 0; } || [ $i -ge 25 ]; do sleep 0.2; i=$((i + 1)); done
 echo "# watch failures: $(metric wbguard_inotify_watch_failures_total)"
 check "the watch limit refused some, counted" fgt "$(metric wbguard_inotify_watch_failures_total)" 0
 check "and logged" grep -qi 'watch' /wbg-out/wbguardd.log
@@ -100,8 +100,8 @@ echo "$cur" >/proc/sys/fs/inotify/max_user_watches
 # the retry comes within watch_retry_sec (3 s here)
 i=0; while [ "$($B/daemon/wbguardctl list --json | jq '[.[] | select(.cgroup | startswith("wbgtest/lim"))] | length')" != 40 ] && [ $i -lt 40 ]; do sleep 1; i=$((i + 1)); done
 check "after the limit is raised, the retry tracks all 40 (${i} s)" test $i -lt 40
-for i in $(seq 1 40); do rmdir $cg/lim$i; done
-i=0; while [ "$(grep -c '"cgroup":"wbgtest/lim[0-9]*"' /run/wbguard/handovers.jsonl)" -lt 40 ] && [ $i -lt 30 ]; do sleep 1; i=$((i + 1)); done
+rmdir $(seq -f "$cg/lim%g" 1 40)
+i=0; while [ "$(grep -c '"cgroup":"wbgtest/lim[0-9]*"' /run/wbguard/handovers.jsonl)" -lt 40 ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
 check "and their removals are recorded" test "$(grep -c '"cgroup":"wbgtest/lim[0-9]*"' /run/wbguard/handovers.jsonl)" = 40
 check "still alive" kill -0 $DAEMON
 daemon_stop

@@ -9,7 +9,7 @@ check "kernel is 6.1" test "$(uname -r | cut -d. -f1,2)" = 6.1
 printf '[mitigation]\nmode = off\n' >/tmp/off.conf
 daemon_start "$WBG_BUILD" --config /tmp/off.conf
 check "wbguardd starts on 6.1 (mitigation off)" test $? = 0
-$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed --json /wbg-out/r.json
+$WBG_BUILD/tests/wbstall $STALL_RUN --json /wbg-out/r.json
 check "wbstall (BPF attached, CO-RE) on 6.1" test $? = 0
 check "-ENOENT for the removed cgroup on 6.1" test "$(jqv /wbg-out/r.json '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
 scrape_metrics
@@ -24,7 +24,7 @@ check "metrics: the replacement's balance_dirty_pages pause time" fgt "$pause_of
 # With wbguardd mitigating: no -ENOENT, and the pauses gone.
 daemon_start "$WBG_BUILD"
 check "wbguardd starts on 6.1 (mitigation auto)" test $? = 0
-$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
+$WBG_BUILD/tests/wbstall $STALL_RUN --json /wbg-out/mitigated.json >/dev/null
 scrape_metrics
 check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
@@ -45,7 +45,7 @@ daemon_stop
 # tests/bench/bench deb61:removed:evidence.)
 WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
 check "wbguardd starts on 6.1 (on-evidence)" grep -q 'Flush mode: on-evidence' /wbg-out/wbguardd.log
-$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/ext4 --mode removed --json /wbg-out/evidence.json >/dev/null
+$WBG_BUILD/tests/wbstall $STALL_RUN --json /wbg-out/evidence.json >/dev/null
 i=0
 while ! grep -q '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 h=$(grep '"cgroup":"wbstall/old"' /run/wbguard/handovers.jsonl | tail -1)

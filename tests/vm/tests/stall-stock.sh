@@ -3,7 +3,9 @@
 # cgroup's wb fail with -ENOENT; wbguard's BPF counters see exactly what an
 # independent bpftrace kretprobe sees. Short scenario: functional, not timed.
 . "$WBG_TOP/tests/vm/lib.sh"
-S="$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12"
+# Every ext4 run is lib.sh's STALL_RUN scenario (its margins there); later
+# options override its --dir and --mode.
+S="$WBG_BUILD/tests/wbstall $STALL_RUN"
 # The old cgroup's handover record, once it ended (within 60 s).
 old_handover() {
 	i=0
@@ -16,18 +18,18 @@ daemon_start "$WBG_BUILD" --config /tmp/off.conf
 check "wbguardd starts (mitigation off)" test $? = 0
 # The stall needs the old cgroup's data still dirty at its removal: the
 # kernel's periodic flusher is off for the run (the replacement's own
-# throttling still asks for the foreign flushes). Under the default 256 MiB
-# parent the kernel's background writeback of the memcg had written all 48
-# MiB before the removal in both attempts of one full run (2026-12-02; a
-# job of three runs then: 16 KiB left dirty and no -ENOENT with 256 MiB,
-# 48 MiB and 17,634 -ENOENT with 512 MiB), so this run's parent has 512
-# MiB. If it is clean anyway, once more, saying so, with what was dirty
-# when the writer ended.
+# throttling still asks for the foreign flushes), and the old cgroup writes
+# less than its parent's background threshold (STALL_RUN). Under a 256 MiB
+# parent with 48 MiB the kernel's background writeback of the memcg had
+# written it all before the removal in both attempts of one full run
+# (2026-12-02). If it is clean anyway, once more, saying so, with what was
+# dirty when the writer ended. This run is the unguarded one every case
+# below is judged against.
 wbsec=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 for attempt in 1 2; do
 	witness_start
-	$S --parent-max 512M --dir /mnt/ext4 --mode removed --json /wbg-out/ext4.json
+	$S --json /wbg-out/ext4.json
 	rc=$?
 	witness_stop >/tmp/w.txt
 	r=/wbg-out/ext4.json
@@ -75,14 +77,16 @@ check "a 517-byte cgroup path's foreign flushes: no series of its own, counted (
 	       [ '$(metric wbguard_series_path_too_long)' -gt 0 ]"
 rmdir /sys/fs/cgroup/$long/$long /sys/fs/cgroup/$long
 
-$S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
+X="$WBG_BUILD/tests/wbstall --files 50 --old-secs 3 --new-secs 12 --dir /mnt/xfs --mode removed"
+$X --json /wbg-out/xfs.json
 check "wbstall on xfs, removed" test $? = 0
+# (xfs: its own scenario, 256 MiB parent, 12 s of new data.)
 # XFS writes most of the old writer's data back during its run; with the
 # little left dirty (a few hundred KiB here), whether a foreign flush hits
 # the dying wb is timing. Once more if none did.
 if [ -z "$(jqv /wbg-out/xfs.json '.cgroup_writeback_by_id.old_target.enoent')" ]; then
 	echo "# xfs: no foreign flush hit the dying wb; once more"
-	$S --dir /mnt/xfs --mode removed --json /wbg-out/xfs.json
+	$X --json /wbg-out/xfs.json
 fi
 check "xfs: old cgroup left dirty data at removal" test "$(jqv /wbg-out/xfs.json .old.file_dirty_at_removal)" -gt 0
 check "xfs: foreign flushes to the removed cgroup get -ENOENT" test "$(jqv /wbg-out/xfs.json '.cgroup_writeback_by_id.old_target.enoent')" -gt 0
@@ -105,7 +109,7 @@ daemon_stop
 
 # wbguardd mitigating (mode auto: on, the fallback is missing), eager: a
 # flush before rmdir, so no -ENOENT at all.
-printf '[metrics]\nseries_retention_sec = 15\n[flush]\nmode = eager\n' >/tmp/ret.conf
+printf '[metrics]\nseries_retention_sec = 6\n[flush]\nmode = eager\n' >/tmp/ret.conf
 daemon_start "$WBG_BUILD" --config /tmp/ret.conf
 check "wbguardd starts (mitigation auto)" test $? = 0
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
@@ -116,7 +120,7 @@ check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
 pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
 echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
-# Series of a cgroup the kernel released stay for series_retention_sec (15 s
+# Series of a cgroup the kernel released stay for series_retention_sec (6 s
 # here) however often they are scraped, then go (dropping the page cache
 # lets the dying memcgs go). A scrape changes nothing: a second scraper
 # sees what the first did.
