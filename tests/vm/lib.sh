@@ -103,7 +103,6 @@ fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 # all, so a case could not have failed; with 512 MiB and 6 s, 5-7; with
 # 512 MiB and 12 s, 20,179 and 21,709, but the replacement then took 50 s.
 STALL_RUN="--files 50 --old-secs 2 --new-secs 6 --parent-max 384M --dir /mnt/ext4 --mode removed"
-STALL_RUN="--files 50 --old-secs 3 --new-secs 6 --parent-max 1G --dir /mnt/ext4 --mode removed"
 
 # stall_judge WHAT JSON STALLED_JSON
 stall_judge() {
