@@ -190,7 +190,13 @@ unseen_removals() {
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
 	wait $ws
 	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
-	sleep 1
+	# its record comes at the handover's end: without wb_stats, once the
+	# watch has been quiet for 10 s
+	i=0
+	while ! grep -q '"trigger":"\(stall\|recovered\)"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	scrape_metrics
 	r=$(jq -c 'select(.trigger == "stall" or .trigger == "recovered")' /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
 	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}' 2>/dev/null); stall reports $(metric 'wbguard_stall_reports_total{result="started"}') started, $(metric wbguard_kernel_stall_repeats_total) repeats"
