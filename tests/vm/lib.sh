@@ -95,14 +95,16 @@ fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 # passing. The kernel's periodic flusher is off meanwhile.
 # The scenario, the same for the unguarded run and every case judged
 # against it (the stall tests run it unguarded first): the old cgroup
-# writes 32 MiB in 2 s, under the 384 MiB parent's background threshold,
-# so it is still dirty at the removal; the replacement's 96 MiB in 6 s go
-# over it, and its foreign flushes to the dead wb fail. Measured on stock
-# 6.12 (2026-12-02, twice each): 2,004 and 3,274 -ENOENT unguarded; the
-# same with a 1 GiB parent (this scenario until then) 0-12, no stall at
-# all, so a case could not have failed; with 512 MiB and 6 s, 5-7; with
-# 512 MiB and 12 s, 20,179 and 21,709, but the replacement then took 50 s.
-STALL_RUN="--files 50 --old-secs 2 --new-secs 6 --parent-max 384M --dir /mnt/ext4 --mode removed"
+# writes 48 MiB in 3 s, under its 512 MiB parent's background threshold,
+# so it is still dirty at the removal; the replacement's 192 MiB in 12 s
+# go over it, and its foreign flushes to the dead wb fail. Measured on
+# stock 6.12 (2026-12-02): 17,634-21,709 -ENOENT unguarded in five runs,
+# the replacement then taking about 50 s. Smaller scales stall only
+# sometimes: with 384 MiB and 6 s, 2,004, 3,274, 3,746 and 34 in four runs;
+# with 512 MiB and 6 s, 5 and 7; with a 1 GiB parent (this scenario until
+# then, judged against a 512 MiB run) 0-12, no stall at all, so that a
+# case could not have failed (tests/README).
+STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 512M --dir /mnt/ext4 --mode removed"
 
 # stall_judge WHAT JSON STALLED_JSON
 stall_judge() {
