@@ -37,9 +37,14 @@ check "doctor: cgroup v2 with memory, BTF, wbguardd, stall evidence ok; the kern
 # on request while it keeps running.
 mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
 mkdir /sys/fs/cgroup/wbgtest/live
-sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/live/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/live bs=1M count=32 status=none; exec sleep 600' &
+# (The writer says when its 32 MiB are written: a fixed second was not
+# always enough. In a guest shared with other tests, run in the reverse
+# order, dd still wrote when the list was read, 13.6 of 32 MiB, and went on
+# past the flush; 2026-12-02.)
+rm -f /tmp/live-written
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/live/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/live bs=1M count=32 status=none; : >/tmp/live-written; exec sleep 600' &
 writer=$!
-sleep 1
+i=0; while [ ! -e /tmp/live-written ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 $ctl list --json >/wbg-out/list.json
 d=$(jq -r '.[] | select(.cgroup == "wbgtest/live") | .file_dirty_bytes' /wbg-out/list.json)
 # Background writeback may already be writing it (CI saw 23.3 MiB): what the

@@ -184,8 +184,13 @@ echo "# $(echo "$h" | jq -c '{trigger, outcome, recipe, inode_targets, fs_target
 echo "# replacement's worst lag $(jqv /wbg-out/exit.json .new.worst_lag_s) s, -ENOENT $(jqv /wbg-out/exit.json '.cgroup_writeback_by_id.old_target.enoent // 0') (unguarded $(jqv /wbg-out/ext4.json '.cgroup_writeback_by_id.old_target.enoent // 0'))"
 check "exit: the old cgroup's handover flushed its own inodes by the exit recipe, no syncfs" \
 	test "$(echo "$h" | jq -r '"\(.recipe) \(.outcome) \(.inode_targets > 0) \([.target_list[] | select(.how == "syncfs")] | length)"')" = "exit flushed true 0"
-check "exit: that flush started as the cgroup emptied, before any evidence" \
-	test "$(echo "$h" | jq -r '.trigger != "removed" and (.first_flush_s // 99) < 1 and (.first_flush_s <= (.evidence_s // 99))')" = true
+# (wbstall removes the cgroup microseconds after it empties, as runc does:
+# wbguardd may read the rmdir before populated 0, and the record then says
+# trigger removed, one run in six on 2026-12-02. The exit recipe's flush
+# then starts at that removal, at once; a flush that waited for evidence
+# starts later.)
+check "exit: that flush started as the cgroup emptied (or at its removal, read first, at once), before any evidence" \
+	test "$(echo "$h" | jq -r '(.trigger != "removed" or (.first_flush_s // 99) < 0.1) and (.first_flush_s // 99) < 1 and (.first_flush_s <= (.evidence_s // 99))')" = true
 check "exit: its removal was watched, the cleanup re-ran and the dying wb ended clean" \
 	test "$(echo "$h" | jq -r '"\(has("evidence")) \(.cleanup_rerun) \(.dying_wb_clean)"')" = "true true true"
 scrape_metrics
