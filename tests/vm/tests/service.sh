@@ -1,4 +1,5 @@
 # vm: --kernel stock --systemd --disks ext4
+# vm-alone: it installs and purges the package in the guest's root
 # wbguard as Debian's package installs it, under systemd as PID 1: apt
 # installs the .deb (tests/deb/check built it) and the service is enabled
 # and running with no other step, its hook file where CRI-O and Podman read
