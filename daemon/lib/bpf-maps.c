@@ -467,6 +467,11 @@ void wbg_bpf_stall_enable(struct wbg_bpf *b, bool on)
 		b->skel->bss->stall_events = on;
 }
 
+bool wbg_bpf_stall_enabled(const struct wbg_bpf *b)
+{
+	return wbg_bpf_stall_supported(b) && b->skel->bss->stall_events;
+}
+
 int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 {
 	if (!wbg_bpf_stall_supported(b))

@@ -125,6 +125,8 @@ int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id);
  * until stall_forget (its handover ended). */
 bool wbg_bpf_stall_supported(const struct wbg_bpf *b);
 void wbg_bpf_stall_enable(struct wbg_bpf *b, bool on);
+/* Whether they are on now (supported, and enabled). */
+bool wbg_bpf_stall_enabled(const struct wbg_bpf *b);
 int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one

@@ -208,6 +208,8 @@ int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file)
 		v = get_s(d, "stall_evidence");
 		if (v && strcmp(v, "yes") == 0)
 			say(&r, OK, "stall evidence", NULL, "removals it never saw are covered by the stall itself");
+		else if (v && strncmp(v, "off", 3) == 0)
+			say(&r, WARN, "stall evidence", "[mitigation] mode and [flush] enable in the configuration", "%s", v);
 		else
 			say(&r, WARN, "stall evidence", "a kernel with fentry/fexit (BTF, 5.5+)", "%s",
 			    v ? v : "unknown");

@@ -246,7 +246,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		"system_bus", "b", m->bus_name_owned,
 		/* whether removals it never saw (down, forgotten, refused) are
 		 * covered too, through the stall itself */
-		"stall_evidence", "s", wbg_bpf_stall_supported(m->bpf) ? "yes" : "no: only removals seen live are protected",
+		"stall_evidence", "s", manager_stall_evidence(m),
 		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
 		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->lifecycle.n_active,
 		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",

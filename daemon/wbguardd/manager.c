@@ -59,6 +59,15 @@ void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret)
 	*ret = v;
 }
 
+/* The stall of cgroups nothing watches is news only while mitigating, and
+ * only once the ring it comes on is read: set at each verdict and when the
+ * ring opens (a removal wbguardd was down for can stall within seconds of
+ * its start, not only after the first verdict refresh). */
+static void stall_events_update(struct manager *m)
+{
+	wbg_bpf_stall_enable(m->bpf, m->mitigating && m->cfg.flush);
+}
+
 void manager_refresh_verdict(struct manager *m)
 {
 	struct wbg_evidence e = m->verdicts.evidence;
@@ -84,8 +93,16 @@ void manager_refresh_verdict(struct manager *m)
 			 wbg_verdict_to_string(m->verdicts.dying_wb));
 	}
 	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
-	/* the stall of cgroups nothing watches is news only while mitigating */
-	wbg_bpf_stall_enable(m->bpf, m->mitigating && m->cfg.flush);
+	stall_events_update(m);
+}
+
+const char *manager_stall_evidence(const struct manager *m)
+{
+	if (wbg_bpf_stall_enabled(m->bpf))
+		return "yes";
+	if (wbg_bpf_stall_supported(m->bpf))
+		return "off: [mitigation] mode or [flush] enable is off";
+	return "no: only removals seen live are protected";
 }
 
 /* A timer's lateness: usec is when it was due. Its accuracy (up to 10 ms
@@ -500,6 +517,8 @@ int manager_start(struct manager *m)
 		r = sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
 		if (r < 0)
 			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
+		else
+			stall_events_update(m);
 	}
 	start_flush_mode(m);
 	(void)watch_systemd_start(&m->systemd, m->event, &manager_systemd_ops, m);

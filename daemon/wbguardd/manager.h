@@ -88,6 +88,8 @@ void manager_set_log_level(struct manager *m, int level);
 /* The verdicts from fresh evidence, with the mitigation following them
  * (mitigation = auto). */
 void manager_refresh_verdict(struct manager *m);
+/* What status says of the stall as evidence: "yes", "off: ...", "no: ...". */
+const char *manager_stall_evidence(const struct manager *m);
 /* Refreshed verdicts' would-be values, changing nothing (Verify). */
 void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret);
 

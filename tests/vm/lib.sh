@@ -190,6 +190,10 @@ unseen_removals() {
 	check "unseen: the old cgroup was removed while wbguardd was down" test ! -d /sys/fs/cgroup/wbstall/old
 	[ -n "$no_wbstats" ] && umount /sys/kernel/debug
 	WBG_FLUSH_MODE=on-evidence daemon_start "$WBG_BUILD"
+	# from its start, not from its first verdict refresh 10 s later: the
+	# replacement stalls within seconds (on 6.1, 410 -ENOENT came first)
+	check "unseen${no_wbstats:+, no wb_stats}: the stall is evidence as soon as wbguardd is up (status)" \
+		test "$("$WBG_BUILD/daemon/wbguardctl" status --json | jq -r .daemon.stall_evidence)" = yes
 	wait $ws
 	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
 	# its record comes at the handover's end: without wb_stats, once the
