@@ -1,4 +1,5 @@
 # vm: --kernel deb61 --disks ext4
+# vm-paced: its reproductions write at a set rate for set seconds (under one host core busy)
 # Debian's stock 6.1: the BPF object built against 6.12's BTF loads (CO-RE)
 # and sees the stall.
 . "$WBG_TOP/tests/vm/lib.sh"

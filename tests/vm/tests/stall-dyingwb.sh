@@ -1,4 +1,5 @@
 # vm: --kernel dyingwb --disks ext4
+# vm-paced: its reproductions write at a set rate for set seconds (under one host core busy)
 # With seed 000's fallback the same foreign flushes reach the dying wb.
 . "$WBG_TOP/tests/vm/lib.sh"
 check "kernel has wb_get_lookup_dying" grep -q ' wb_get_lookup_dying$' /proc/kallsyms

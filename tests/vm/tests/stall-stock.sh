@@ -1,4 +1,5 @@
 # vm: --kernel stock --disks ext4,xfs
+# vm-paced: its reproductions write at a set rate for set seconds (under one host core busy)
 # On the stock 6.12 kernel the replacement's foreign flushes to the removed
 # cgroup's wb fail with -ENOENT; wbguard's BPF counters see exactly what an
 # independent bpftrace kretprobe sees. Short scenario: functional, not timed.
@@ -29,7 +30,7 @@ wbsec=$(cat /proc/sys/vm/dirty_writeback_centisecs)
 echo 0 >/proc/sys/vm/dirty_writeback_centisecs
 for attempt in 1 2; do
 	witness_start
-	$S --json /wbg-out/ext4.json
+	$S --deadline 24 --json /wbg-out/ext4.json
 	rc=$?
 	witness_stop >/tmp/w.txt
 	r=/wbg-out/ext4.json
@@ -109,7 +110,7 @@ daemon_stop
 
 # wbguardd mitigating (mode auto: on, the fallback is missing), eager: a
 # flush before rmdir, so no -ENOENT at all.
-printf '[metrics]\nseries_retention_sec = 6\n[flush]\nmode = eager\n' >/tmp/ret.conf
+printf '[metrics]\nseries_retention_sec = 12\n[flush]\nmode = eager\n' >/tmp/ret.conf
 daemon_start "$WBG_BUILD" --config /tmp/ret.conf
 check "wbguardd starts (mitigation auto)" test $? = 0
 $S --dir /mnt/ext4 --mode removed --json /wbg-out/mitigated.json >/dev/null
@@ -120,7 +121,7 @@ check "mitigated: no -ENOENT to dying wbs" \
 	test "$(metric 'wbguard_kernel_foreign_flushes_total{result="enoent",target="dying"}')" = 0
 pause_on=$(metric 'wbguard_cgroup_dirty_throttle_pause_seconds_total{id="/wbstall/new",pod="",namespace="",container=""}')
 echo "# replacement's pause time: ${pause_off:-0} s stalled, ${pause_on:-0} s with wbguardd"
-# Series of a cgroup the kernel released stay for series_retention_sec (6 s
+# Series of a cgroup the kernel released stay for series_retention_sec (12 s
 # here) however often they are scraped, then go (dropping the page cache
 # lets the dying memcgs go). A scrape changes nothing: a second scraper
 # sees what the first did.
