@@ -1,4 +1,5 @@
 # vm: --kernel bdevfrn --disks ext4
+# vm-paced: it waits 11 s for the verdict's refresh (0.4 of its vCPUs busy)
 # The kernel with both fallback patches as ../shared/kernels builds it. Its
 # seed 001 code is there (symbol, tracepoint dev field), so the verdict starts
 # active; but that 6.12 adaptation never allocates memcg_bdev_frn_wq, so the

@@ -1,4 +1,5 @@
 # vm: --kernel bdevfrnwq --disks ext4
+# vm-paced: it waits 11 s for the verdict's refresh (0.4 of its vCPUs busy)
 # Both fallback patches with seed 001's workqueue allocated (patch 0003,
 # ../shared/kernels): foreign bdev dirtying takes seed 001's own path,
 # the kernel calls bdev_flush_by_dev from its workqueue, and the verdict is
