@@ -282,6 +282,8 @@ struct {
 
 #define S_IFMT 00170000
 #define S_IFBLK 0060000
+#define S_IFREG 0100000
+#define BDEVFS_MAGIC 0x62646576 /* include/uapi/linux/magic.h */
 
 static __always_inline void note_dev(__u64 cgid, __u32 dev, __u32 kind)
 {
@@ -424,23 +426,31 @@ static __always_inline void expiry_note(__u64 cgid)
 	bpf_ringbuf_submit(e, 0);
 }
 
-/* What a cgroup's wb may hold: the inode and its filesystem (or, for a
- * block device's own page cache, the device: its inode lives on the bdev
- * pseudo filesystem and i_rdev names it). */
+/* What a cgroup's wb may hold: a regular file and its filesystem, or a
+ * block device's own page cache (its inode lives on the bdev pseudo
+ * filesystem and i_rdev names the device). Any other inode is a tenant's:
+ * a FIFO, a socket, a directory, or a device node made with mknod on its
+ * own volume, whose i_rdev names a host device the tenant may not have
+ * written (the write went to that device's bdev inode, seen on its own).
+ * Of those only the filesystem is noted, where their metadata is, never
+ * the inode (user space would open it) nor the device they name. */
 static __always_inline void note_dirtied(__u64 cgid, struct inode *inode)
 {
 	__u32 mode, dev;
 
 	if (!inode)
 		return;
-	mode = BPF_CORE_READ(inode, i_mode);
-	if ((mode & S_IFMT) == S_IFBLK) {
+	mode = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+	if (mode == S_IFBLK && BPF_CORE_READ(inode, i_sb, s_magic) == BDEVFS_MAGIC) {
 		note_dev(cgid, BPF_CORE_READ(inode, i_rdev), WBG_DEV_BDEV);
 		return;
 	}
 	dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	note_dev(cgid, dev, WBG_DEV_FS);
-	note_inode(cgid, inode, dev);
+	if (mode == S_IFREG)
+		note_inode(cgid, inode, dev);
+	else
+		total_add(WBG_T_SPECIAL_INODES, 1);
 }
 
 /* The inode sets come from the least frequent events that keep them

@@ -119,6 +119,7 @@ enum wbg_total {
 	WBG_T_STALL_REPEATS,          /* -ENOENT for a cgroup already reported, only counted */
 	WBG_T_INODES_TENANT_FULL,     /* inode records refused: the tenant's share was full */
 	WBG_T_INODES_CGROUPS_FULL,    /* ... the per-cgroup count table was full */
+	WBG_T_SPECIAL_INODES,         /* dirtied inodes that were no regular files: not recorded */
 	_WBG_TOTAL_MAX,
 };
 

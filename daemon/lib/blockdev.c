@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include "blockdev.h"
@@ -171,4 +172,31 @@ const char *blockdevs_node(const struct blockdevs *b, dev_t dev)
 	struct bdev key = { .dev = dev }, **f = tfind(&key, &b->tree, cmp);
 
 	return f ? (*f)->node : NULL;
+}
+
+int blockdev_bdi(const char *sysfs_dev_block, dev_t dev, dev_t *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX];
+	unsigned maj, min;
+	int r;
+
+	/* anonymous devices (major 0) have no sysfs entry: their bdi, where
+	 * they have one, is named by the device itself */
+	snprintf(path, sizeof(path), "%s/%u:%u/partition", sysfs_dev_block, major(dev), minor(dev));
+	if (major(dev) == 0 || access(path, F_OK) < 0) {
+		if (major(dev) != 0 && errno != ENOENT)
+			return -errno;
+		*ret = dev;
+		return 0;
+	}
+	/* "MAJ:MIN/.." follows the link first: the disk's directory */
+	snprintf(path, sizeof(path), "%s/%u:%u/../dev", sysfs_dev_block, major(dev), minor(dev));
+	r = read_small_file_at(AT_FDCWD, path, 64, &text);
+	if (r < 0)
+		return r;
+	if (sscanf(text, "%u:%u", &maj, &min) != 2)
+		return -EINVAL;
+	*ret = makedev(maj, min);
+	return 1;
 }

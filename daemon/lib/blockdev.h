@@ -36,3 +36,14 @@ void blockdevs_done(struct blockdevs *b);
 int blockdevs_apply(struct blockdevs *b, const struct uevent *u);
 /* The node of a device ("/dev/vda"), or NULL. */
 const char *blockdevs_node(const struct blockdevs *b, dev_t dev);
+
+/* The device whose bdi (backing_dev_info) writes dev's page cache and the
+ * filesystem on it: the kernel names a bdi, and so a wb's device in
+ * wb_stats and in the stall's cgroup_writeback_by_id(), after the whole
+ * disk. A partition's is its disk's (sda1 -> sda, nvme0n1p2 -> nvme0n1,
+ * md0p1 -> md0); a disk, dm, md or loop device is its own, and so is a
+ * device sysfs does not know (anonymous: NFS, FUSE, overlay). From
+ * sysfs_dev_block ("/sys/dev/block"): MAJ:MIN links to the device's
+ * directory, a partition's lies in its disk's and has a "partition" file.
+ * Returns 1 for a partition, 0 for a device that is its own bdi. */
+int blockdev_bdi(const char *sysfs_dev_block, dev_t dev, dev_t *ret);

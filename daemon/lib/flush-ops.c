@@ -54,6 +54,39 @@ int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct f
 	return 0;
 }
 
+/* The inode behind a handle, opened for writing back only if it is a
+ * regular file. The type of an inode never changes and the handle names
+ * one inode (number and generation), so what the O_PATH open saw is what
+ * the second open gets. A negative errno the caller stops at (-EOPNOTSUPP,
+ * -EPERM, -EBADF: handles refused), or -ENOENT with the inode counted. */
+static int open_handle_regular(int mount_fd, struct file_handle *fh, struct wbg_flush_stats *st)
+{
+	_cleanup_close_ int pfd = open_by_handle_at(mount_fd, fh, O_PATH | O_CLOEXEC);
+	struct stat sb;
+	int fd;
+
+	if (pfd >= 0 && fstat(pfd, &sb) < 0) {
+		st->inodes_failed++;
+		return -ENOENT;
+	}
+	if (pfd >= 0 && !S_ISREG(sb.st_mode)) {
+		st->inodes_skipped++;
+		return -ENOENT;
+	}
+	fd = pfd < 0 ? -1 : open_by_handle_at(mount_fd, fh, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK | O_NOCTTY);
+	if (pfd >= 0 && fd < 0 && errno == EPERM) /* O_NOATIME on a file we do not own */
+		fd = open_by_handle_at(mount_fd, fh, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0)
+		return fd;
+	if (errno == ESTALE || errno == ENOENT)
+		st->inodes_gone++;
+	else if (errno == EOPNOTSUPP || errno == EPERM || errno == EBADF)
+		return -errno;
+	else
+		st->inodes_failed++;
+	return -ENOENT;
+}
+
 int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, enum flush_inode_how how,
 		 struct wbg_flush_stats *st)
 {
@@ -70,18 +103,11 @@ int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v
 			st->inodes_failed++;
 			continue;
 		}
-		fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC | O_NOATIME);
-		if (fd < 0 && errno == EPERM)
-			fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			if (errno == ESTALE || errno == ENOENT)
-				st->inodes_gone++;
-			else if (errno == EOPNOTSUPP || errno == EPERM || errno == EBADF)
-				return -errno; /* the filesystem or our privileges say no */
-			else
-				st->inodes_failed++;
+		fd = open_handle_regular(mount_fd, &h.fh, st);
+		if (fd == -EOPNOTSUPP || fd == -EPERM || fd == -EBADF)
+			return fd; /* the filesystem or our privileges say no */
+		if (fd < 0)
 			continue;
-		}
 		if (how == FLUSH_INODE_FSYNC ? fsync(fd) < 0
 		    : sync_file_range(fd, 0, 0,
 				      how == FLUSH_INODE_START ? SYNC_FILE_RANGE_WRITE

@@ -23,6 +23,7 @@ struct wbg_flush_stats {
 	uint64_t inodes_synced; /* fsync'ed */
 	uint64_t inodes_gone;   /* deleted since they were dirtied (ESTALE) */
 	uint64_t inodes_failed;
+	uint64_t inodes_skipped; /* not regular files (FIFOs, sockets, device nodes): never opened */
 	uint64_t syncfs_calls;  /* syncfs(2) calls made (passes) */
 };
 
@@ -37,7 +38,10 @@ int flush_encode_handle(const char *fstype, uint64_t ino, uint32_t gen, struct f
  * its dirty pages and wait for them (sync_file_range with WAIT_BEFORE,
  * WRITE, WAIT_AFTER: the data only, no journal commit, nobody else's). */
 enum flush_inode_how { FLUSH_INODE_FSYNC, FLUSH_INODE_START, FLUSH_INODE_WRITE_WAIT };
-/* Returns 0 unless the filesystem refused handles at all (then the caller
+/* Only regular files are written: each inode is first opened O_PATH and
+ * fstat'ed, so a tenant's FIFO cannot block us in open() and a device node
+ * is never opened (no driver's open runs, no host device is flushed).
+ * Returns 0 unless the filesystem refused handles at all (then the caller
  * falls back to syncfs). */
 int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, enum flush_inode_how how,
 		 struct wbg_flush_stats *st);

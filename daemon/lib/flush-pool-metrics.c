@@ -51,6 +51,10 @@ void flush_pool_metrics(FILE *f, struct flush_pool *p)
 		      ps.handles_available);
 		metric_counter(f, "wbguard_flush_handle_fallbacks_total",
 			       "Per-inode flush jobs whose handles were refused: a syncfs instead.", ps.handle_fallbacks);
+		metric_counter(f, "wbguard_flush_inodes_skipped_total",
+			       "Inodes in a flush's set that were no regular files (FIFOs, sockets, device nodes): never "
+			       "opened, never written.",
+			       ps.inodes_skipped);
 		metric_counter(f, "wbguard_flush_jobs_total", "Flush jobs started (one per filesystem or block device).",
 			       ps.jobs_started);
 		metric_counter(f, "wbguard_flush_budget_waits_total",

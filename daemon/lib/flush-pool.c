@@ -36,6 +36,7 @@ struct flush_pool {
 	unsigned stuck;     /* of those, inside a job past its timeout */
 	uint64_t stuck_total, refused_busy, inodes_capped;
 	uint64_t interval, budget_waits, budget_wait_usec, jobs_started, handle_fallbacks;
+	uint64_t inodes_skipped;
 	uint64_t exit_rate; /* bytes a second per device for EXIT jobs; 0: no cap */
 	bool handles_refused; /* the start's probe said no: every job's fallback is a syncfs */
 	void (*run)(struct flush_job *j, void *userdata);
@@ -255,6 +256,7 @@ static void *worker(void *userdata)
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
 		s = slot_for(p, j->dev, j->kind, false);
+		p->inodes_skipped += j->stats.inodes_skipped;
 		if (j->handles_refused) {
 			p->handle_fallbacks++;
 			if (s)
@@ -385,6 +387,7 @@ void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)
 					  .budget_wait_usec = p->budget_wait_usec,
 					  .jobs_started = p->jobs_started,
 					  .handle_fallbacks = p->handle_fallbacks,
+					  .inodes_skipped = p->inodes_skipped,
 					  .handles_available = !p->handles_refused };
 	pthread_mutex_unlock(&p->lock);
 }

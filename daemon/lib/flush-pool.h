@@ -85,6 +85,7 @@ struct flush_pool_stats {
 	uint64_t stuck_total, refused_busy, inodes_capped;
 	uint64_t budget_waits, budget_wait_usec, jobs_started;
 	uint64_t handle_fallbacks; /* jobs whose handles were refused: a syncfs instead */
+	uint64_t inodes_skipped;   /* recorded inodes that were no regular files: never opened */
 	bool handles_available;    /* the start's probe (flush_pool_set_handles) */
 };
 

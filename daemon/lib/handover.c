@@ -106,6 +106,7 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 	}
 	h->inodes_synced += j->stats.inodes_synced;
 	h->inodes_gone += j->stats.inodes_gone;
+	h->inodes_skipped += j->stats.inodes_skipped;
 	h->device_bytes += j->device_bytes;
 }
 
@@ -170,6 +171,8 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 		json_object_object_add(o, "target_list", a);
 	}
 	json_object_object_add(o, "inodes_synced", json_object_new_uint64(h->inodes_synced));
+	if (h->inodes_skipped) /* FIFOs, sockets, device nodes in its set: never opened */
+		json_object_object_add(o, "inodes_skipped", json_object_new_uint64(h->inodes_skipped));
 	json_object_object_add(o, "device_bytes", json_object_new_uint64(h->device_bytes));
 	/* CLOCK_MONOTONIC of the trigger, to join with other clocks' events */
 	json_object_object_add(o, "trigger_monotonic_us", json_object_new_uint64(h->t_trigger));

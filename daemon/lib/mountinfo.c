@@ -8,6 +8,7 @@
 
 #include "cgroup-util.h"
 #include "macro.h"
+#include "blockdev.h"
 #include "mountinfo.h"
 
 /* The kernel escapes space, tab, newline and backslash as \ooo. */
@@ -62,7 +63,7 @@ static int parse_line(const char *line, size_t len, struct wbg_mount *ret)
 		return -EINVAL;
 	if (sscanf(f[2], "%u:%u", &maj, &min) != 2)
 		return -EINVAL;
-	m.dev = makedev(maj, min);
+	m.dev = m.bdi = makedev(maj, min);
 	m.root = unescape(f[3], fl[3]);
 	m.target = unescape(f[4], fl[4]);
 	m.fstype = unescape(f[dash + 1], fl[dash + 1]);
@@ -136,6 +137,39 @@ int mountinfo_dir_fstype(const char *mountinfo, const char *dir, char *ret, size
 	snprintf(ret, size, "%s", f ? f->fstype : "");
 	mountinfo_free(&m);
 	return 0;
+}
+
+unsigned mountinfo_resolve_bdis(struct wbg_mounts *m, const char *sysfs_dev_block)
+{
+	/* block devices resolved so far: a node has few, however many bind
+	 * mounts and container mounts (anonymous devices) it has */
+	struct {
+		dev_t dev, bdi;
+	} seen[64];
+	size_t n_seen = 0;
+	unsigned failed = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct wbg_mount *e = &m->v[i];
+		size_t k = 0;
+
+		e->bdi = e->dev;
+		if (major(e->dev) == 0)
+			continue; /* anonymous: its own name */
+		while (k < n_seen && seen[k].dev != e->dev)
+			k++;
+		if (k < n_seen) {
+			e->bdi = seen[k].bdi;
+			continue;
+		}
+		if (blockdev_bdi(sysfs_dev_block, e->dev, &e->bdi) < 0) {
+			e->bdi = e->dev;
+			failed++;
+		}
+		if (n_seen < ELEMENTSOF(seen))
+			seen[n_seen++] = (typeof(seen[0])){ e->dev, e->bdi };
+	}
+	return failed;
 }
 
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev)

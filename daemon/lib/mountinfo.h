@@ -7,6 +7,7 @@
 
 struct wbg_mount {
 	dev_t dev;
+	dev_t bdi;    /* the device its bdi is named by (blockdev_bdi); dev until resolved */
 	char *root;   /* path inside the filesystem that is mounted */
 	char *target; /* mount point, unescaped */
 	char *fstype;
@@ -24,6 +25,10 @@ void mountinfo_free(struct wbg_mounts *m);
 /* Puts prefix (the host's root seen from here, "/proc/1/root") before every
  * mount point, so that opening one reaches the host's mount. */
 int mountinfo_prefix(struct wbg_mounts *m, const char *prefix);
+/* Each mount's bdi from sysfs ("/sys/dev/block"): its partition's disk,
+ * or its own device. Returns how many could not be resolved (left as their
+ * own device). */
+unsigned mountinfo_resolve_bdis(struct wbg_mounts *m, const char *sysfs_dev_block);
 /* A mount of the filesystem on dev, the one showing its root if any. */
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev);
 /* The type of the filesystem dir is on ("" when not in the table), from the

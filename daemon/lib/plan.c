@@ -182,6 +182,28 @@ int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *
 	return 0;
 }
 
+/* Every filesystem whose bdi is dev (the disk a stall or a wb_stats line
+ * names: its partitions', its own, none where it is a partition itself). */
+static int add_bdi_filesystems(struct wbg_plan *p, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+			       dev_t bdi)
+{
+	struct wbg_plan_target *t;
+	int r;
+
+	for (size_t i = 0; i < mounts->n; i++) {
+		const struct wbg_mount *m = &mounts->v[i];
+
+		/* each filesystem once, through the mount of its root */
+		if (m->bdi != bdi || major(m->dev) == 0 || !fstype_has_writeback(m->fstype) ||
+		    mountinfo_find_dev(mounts, m->dev) != m)
+			continue;
+		r = add_target(p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
 			   const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
 {
@@ -197,7 +219,11 @@ int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts
 			r = add_target(&p, devs[i], FLUSH_FS, m, NULL, cfg, &t);
 		else if (node)
 			r = add_target(&p, devs[i], FLUSH_BDEV, NULL, node, cfg, &t);
-		/* else: unmounted or detached since: nothing left to write */
+		/* a bdi's device (a stall's, wb_stats'): the filesystems on its
+		 * partitions; else unmounted or detached since: nothing left to
+		 * write */
+		if (r >= 0 && !bdev[i])
+			r = add_bdi_filesystems(&p, cfg, mounts, devs[i]);
 	}
 	if (r < 0) {
 		plan_free(&p);

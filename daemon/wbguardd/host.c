@@ -35,6 +35,11 @@ static int reload_mounts(struct wbg_host *h)
 		r = mountinfo_prefix(&n, h->root);
 	if (r < 0)
 		return log_error_errno(r, "Cannot read %s", mountinfo_path(h));
+	/* which disk each filesystem's writeback is named after: a stall or
+	 * a wb_stats line names the disk of a partition's filesystem */
+	if (mountinfo_resolve_bdis(&n, "/sys/dev/block") > 0)
+		log_warning("Some filesystems' block devices could not be read in /sys/dev/block: a stall named by "
+			    "their disk finds only filesystems on the disk itself");
 	mountinfo_free(&h->mounts);
 	h->mounts = n;
 	return 0;

@@ -265,6 +265,10 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 			t[WBG_T_INODES_CGROUPS_FULL]);
 		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_map_full\"} %" PRIu64 "\n",
 			wbg_bpf_tenant_map_full(m->bpf));
+		metric_counter(f, "wbguard_bpf_special_inodes_total",
+			       "Dirtied inodes that were no regular files (FIFOs, sockets, directories, device nodes on "
+			       "a filesystem): their filesystem noted, the inode never recorded nor opened.",
+			       t[WBG_T_SPECIAL_INODES]);
 	}
 	if (m->per_cgroup && attached(m, "wbid_exit"))
 		write_cgroup_wbid(f, m);
