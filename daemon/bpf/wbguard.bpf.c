@@ -656,12 +656,20 @@ struct {
  * tracepoint's record has the pause in ms already (tp_btf's argument is in
  * jiffies, and HZ is not known here) and the writer wb's cgroup. It fires
  * without a sleep too (pause <= 0), which is not counted. */
+/* A classic tracepoint's record is the kernel's, not vmlinux.h's: its
+ * fields move and change width between releases (7.x widened the
+ * writeback events' inode numbers to u64 and moved balance_dirty_pages'
+ * cgroup_ino). CORE_READ_INT reads a field at the running kernel's offset,
+ * size and signedness (libbpf's field relocations), where BPF_CORE_READ
+ * would read vmlinux.h's size at the new offset. */
+#define CORE_READ_INT(s, field) BPF_CORE_READ_BITFIELD_PROBED(s, field)
+
 SEC("tracepoint/writeback/balance_dirty_pages")
 int path_bdp(struct trace_event_raw_balance_dirty_pages *e)
 {
 	struct wbg_cgroup_stats *st, init = {};
-	long pause = BPF_CORE_READ(e, pause);
-	__u64 cgid = BPF_CORE_READ(e, cgroup_ino);
+	long pause = (long)CORE_READ_INT(e, pause);
+	__u64 cgid = CORE_READ_INT(e, cgroup_ino);
 
 	if (pause <= 0)
 		return 0;
@@ -680,7 +688,7 @@ SEC("tracepoint/writeback/inode_switch_wbs")
 int path_switch(struct trace_event_raw_inode_switch_wbs *e)
 {
 	struct wbg_cgroup_stats *st, init = {};
-	__u64 cgid = BPF_CORE_READ(e, old_cgroup_ino);
+	__u64 cgid = CORE_READ_INT(e, old_cgroup_ino);
 
 	total_add(WBG_T_SWITCHES, 1);
 	st = lookup_or_init(&cgroup_stats, &cgid, &init);

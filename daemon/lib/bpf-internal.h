@@ -15,7 +15,7 @@ struct wbg_bpf {
 	struct {
 		const char *name;
 		struct bpf_link *link;
-		char why[32]; /* why not: not_requested, other_event_shape, no_kernel_hook, attach_failed; empty when attached */
+		char why[32]; /* why not: not_requested, other_event_shape, no_kernel_hook, load_refused, attach_failed; empty when attached */
 	} progs[WBG_PROGS_MAX];
 	unsigned n_progs;
 	struct ring_buffer *rmdir_rb;

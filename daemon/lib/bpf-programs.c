@@ -261,7 +261,15 @@ int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wb
 	}
 	if (!ok)
 		return log_error_errno(r, "Failed to load BPF programs");
-	return try_open(ok, lim, ret);
+	r = try_open(ok, lim, ret);
+	if (r < 0)
+		return r;
+	/* the programs of the groups the kernel's verifier refused say so,
+	 * not that nobody asked for them */
+	for (unsigned i = 0; i < (*ret)->n_progs; i++)
+		if (program_group((*ret)->progs[i].name) & groups & ~ok)
+			snprintf((*ret)->progs[i].why, sizeof((*ret)->progs[i].why), "load_refused");
+	return 0;
 }
 
 /* The per-folio expiry program runs only while some pod has a per-pod

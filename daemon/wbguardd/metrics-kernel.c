@@ -160,7 +160,8 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 
 	metric_family(f, "wbguard_bpf_program_attached", "gauge",
 		      "1 when the BPF program runs on this kernel; 0 with the reason its counters are missing "
-		      "(not_requested, no_kernel_hook, other_event_shape, attach_failed; idle: attached only while it has "
+		      "(not_requested, no_kernel_hook, other_event_shape, load_refused: the kernel's verifier refused its "
+		      "group, attach_failed; idle: attached only while it has "
 		      "work, as the per-folio expiry program while no pod has a per-pod expiry; the log says more).");
 	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
 	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
