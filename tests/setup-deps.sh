@@ -15,6 +15,7 @@ strace valgrind libcgroup-dev
 scdoc man-db libdbus-1-dev bash-completion
 dpkg-dev debhelper lintian fakeroot
 podman buildah containerd mmdebstrap
+postgresql-15
 "
 
 missing=""
