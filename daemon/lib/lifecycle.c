@@ -237,6 +237,27 @@ bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_
 	return false;
 }
 
+/* A target into the handover's record; false if it is there already (the
+ * watch's second flush of the same filesystem). */
+static bool record_target(struct wbg_handover *h, const struct wbg_plan_target *t)
+{
+	const char *how = t->kind == FLUSH_BDEV ? "bdev" : t->use_inodes ? "inodes" : "syncfs";
+	unsigned n = h->n_targets < ELEMENTSOF(h->target) ? h->n_targets : ELEMENTSOF(h->target);
+
+	for (unsigned i = 0; i < n; i++)
+		if (h->target[i].major == major(t->dev) && h->target[i].minor == minor(t->dev) &&
+		    (strcmp(h->target[i].how, "bdev") == 0) == (t->kind == FLUSH_BDEV))
+			return false;
+	if (n < ELEMENTSOF(h->target)) {
+		h->target[n].major = major(t->dev);
+		h->target[n].minor = minor(t->dev);
+		snprintf(h->target[n].fstype, sizeof(h->target[0].fstype), "%s", t->fstype);
+		h->target[n].how = how;
+	}
+	h->n_targets++;
+	return true;
+}
+
 /* The plan's targets to the pool, and the handover's record of them. */
 static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan)
 {
@@ -258,14 +279,9 @@ static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_p
 		}
 		if (r < 0)
 			return log_oom();
-		if (h->n_targets < ELEMENTSOF(h->target)) {
-			h->target[h->n_targets].major = major(t->dev);
-			h->target[h->n_targets].minor = minor(t->dev);
-			snprintf(h->target[h->n_targets].fstype, sizeof(h->target[0].fstype), "%s", t->fstype);
-			h->target[h->n_targets].how = t->kind == FLUSH_BDEV ? "bdev" : t->use_inodes ? "inodes" : "syncfs";
-		}
-		h->n_targets++;
 		h->n_pending++;
+		if (!record_target(h, t))
+			continue; /* an evidence flush's again: counted once */
 		if (t->kind == FLUSH_BDEV)
 			h->n_bdev++;
 		else if (t->use_inodes)

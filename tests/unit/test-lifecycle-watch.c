@@ -80,6 +80,7 @@ static void test_evidence(void)
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":2") &&
 		      strstr(x.last_json, "\"evidence_flushes\":2") && hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
 	      "drained after that: ended flushed, with its evidence and flushes");
+	CHECK(strstr(x.last_json, "\"targets\":1,"), "its two flushes of one filesystem: one target in its record");
 	teardown();
 
 	/* the inode the evidence named is written even when the record the

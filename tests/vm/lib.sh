@@ -84,6 +84,27 @@ verdict() { grep "^wbguard_kernel_$1{state=" /wbg-out/metrics.txt | awk '$2 == 1
 # fgt A B: A > B as numbers (decimals allowed); empty counts as 0.
 fgt() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 
+# await_record PATTERN [TENTHS]: until a line of the handovers file matches
+# PATTERN (grep's), at most TENTHS tenths of a second (100); WAITED says how
+# many it took.
+await_record() {
+	WAITED=0
+	while ! grep -q "$1" /run/wbguard/handovers.jsonl 2>/dev/null && [ $WAITED -lt "${2:-100}" ]; do
+		sleep 0.1
+		WAITED=$((WAITED + 1))
+	done
+}
+
+# bpf_programs: /wbg-out/programs.txt from the last scrape, one line per
+# BPF program (name, attached 0/1, the reason when not), and both lists
+# printed.
+bpf_programs() {
+	grep '^wbguard_bpf_program_attached{' /wbg-out/metrics.txt |
+		sed 's/.*program="\([^"]*\)",reason="\([^"]*\)"} \(.*\)/\1 \3 \2/' >/wbg-out/programs.txt
+	echo "# attached: $(awk '$2 == 1 {print $1}' /wbg-out/programs.txt | paste -sd' ')"
+	echo "# not attached: $(awk '$2 != 1 {print $1 " (" $3 ")"}' /wbg-out/programs.txt | paste -sd' ')"
+}
+
 # The removals wbguardd was not there for, each against the unguarded run
 # (STALLED_JSON, wbstall's result with wbguardd off), by a count rather
 # than a time: the replacement's failed foreign flushes to the old cgroup
@@ -198,11 +219,7 @@ unseen_removals() {
 	[ -n "$no_wbstats" ] && mount -t debugfs debugfs /sys/kernel/debug
 	# its record comes at the handover's end: without wb_stats, once the
 	# watch has been quiet for 10 s
-	i=0
-	while ! grep -q '"trigger":"\(stall\|recovered\)"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	await_record '"trigger":"\(stall\|recovered\)"' 200
 	scrape_metrics
 	r=$(jq -c 'select(.trigger == "stall" or .trigger == "recovered")' /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
 	echo "# unseen${no_wbstats:+ (no wb_stats)}: $(echo "$r" | jq -c '{trigger, outcome, targets, evidence_flushes, cleanup_rerun}' 2>/dev/null); stall reports $(metric 'wbguard_stall_reports_total{result="started"}') started, $(metric wbguard_kernel_stall_repeats_total) repeats"
@@ -265,10 +282,7 @@ kernel_matrix() {
 	daemon_start "$WBG_BUILD" --config /tmp/off.conf
 	check "$(uname -r): wbguardd starts (mitigation off)" test $? = 0
 	scrape_metrics
-	grep '^wbguard_bpf_program_attached{' /wbg-out/metrics.txt |
-		sed 's/.*program="\([^"]*\)",reason="\([^"]*\)"} \(.*\)/\1 \3 \2/' >/wbg-out/programs.txt
-	echo "# attached: $(awk '$2 == 1 {print $1}' /wbg-out/programs.txt | paste -sd' ')"
-	echo "# not attached: $(awk '$2 != 1 {print $1 " (" $3 ")"}' /wbg-out/programs.txt | paste -sd' ')"
+	bpf_programs
 	check "$(uname -r): every BPF program attached, or not with a named reason" \
 		sh -c "[ -s /wbg-out/programs.txt ] && awk '\$2 != 1 && \$3 == \"\" {exit 1}' /wbg-out/programs.txt"
 	check "$(uname -r): the programs the stall evidence needs attached (wbid_exit, dirty_inode)" \

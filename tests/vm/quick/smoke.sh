@@ -18,9 +18,9 @@ rmdir $cg/c
 mkdir $cg/r
 sh -c "echo \$\$ >$cg/r/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/smoke bs=1M count=4 oflag=append conv=notrunc status=none"
 rmdir $cg/r
-i=0; while ! grep -q '"cgroup":"smoke/c"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+await_record '"cgroup":"smoke/c"' 900
 rec=$(grep '"cgroup":"smoke/c"' /run/wbguard/handovers.jsonl | tail -1)
-echo "# $(echo "$rec" | jq -c '{outcome, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean}') after $((i / 10)) s"
+echo "# $(echo "$rec" | jq -c '{outcome, evidence, evidence_flushes, cleanup_rerun, dying_wb_clean}') after $((WAITED / 10)) s"
 check "the removal's handover ended (flushed, drained or clean)" \
 	sh -c "[ -n '$rec' ] && echo '$rec' | jq -e 'select(.outcome == \"flushed\" or .outcome == \"drained\" or .outcome == \"clean\")' >/dev/null"
 check "the control API answers" sh -c "$WBG_BUILD/daemon/wbguardctl status --json | jq -e .daemon.version >/dev/null"

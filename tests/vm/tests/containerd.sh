@@ -70,7 +70,7 @@ ctr -n default run --rm --snapshotter native --cgroup /wbgtest/c1 \
 	localhost/wbg-busybox:1 c1 sh -c 'dd if=/dev/zero of=/data/ctr-c1 bs=1M count=16 2>/dev/null; sleep 2' \
 	>/wbg-out/ctr-c1.log 2>&1
 check "ctr ran the container in /wbgtest/c1 (no hook)" test $? = 0
-i=0; while ! grep -q '"cgroup":"wbgtest/c1"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+await_record '"cgroup":"wbgtest/c1"'
 rec=$(grep '"cgroup":"wbgtest/c1"' /run/wbguard/handovers.jsonl | tail -1)
 echo "# c1: $rec" | cut -c1-400
 check "no hook: its removal flushed" test "$(echo "$rec" | jq -r .outcome)" = flushed
@@ -97,7 +97,7 @@ jq --arg h "$hook" '
 check "a runtime spec with the hook (createRuntime, poststop)" jq -e '.hooks.poststop[0].path' /tmp/spec-hook.json
 ctr -n default run --rm --config /tmp/spec-hook.json c2 >/wbg-out/ctr-c2.log 2>&1
 check "the hook registered c2 at createRuntime" grep -q 'Registered container c2: cgroup /wbgtest/c2, pod store/db-1' /wbg-out/wbguardd.log
-i=0; while ! grep -q '"cgroup":"wbgtest/c2"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+await_record '"cgroup":"wbgtest/c2"'
 rec=$(grep '"cgroup":"wbgtest/c2"' /run/wbguard/handovers.jsonl | tail -1)
 echo "# c2: $rec" | cut -c1-400
 check "with the hook: flushed, recorded with its names" \

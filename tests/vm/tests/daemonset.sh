@@ -49,8 +49,7 @@ pod_cgroup() {
 	sh -c "echo \$\$ >/sys/fs/cgroup/$cg/cgroup.procs; $2"
 	sleep 1
 	rmdir /sys/fs/cgroup/$cg
-	i=0
-	while ! grep -q "\"cgroup\":\"$cg\"" /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	await_record "\"cgroup\":\"$cg\""
 	rec=$(grep "\"cgroup\":\"$cg\"" /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
 	echo "# $1: $rec" >&2
 	echo "$rec"

@@ -21,7 +21,7 @@ one_removal() {
 	sh -c "echo \$\$ >$cg/cgroup.procs; dd if=/dev/zero of=$2/$1 bs=1M count=8 status=none"
 	sleep 0.5
 	rmdir $cg
-	i=0; while ! grep -q "\"cgroup\":\"wbgtest/$1\"" /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	await_record "\"cgroup\":\"wbgtest/$1\""
 	grep "\"cgroup\":\"wbgtest/$1\"" /run/wbguard/handovers.jsonl | tail -1
 }
 

@@ -16,10 +16,7 @@ check "5.10: verify cannot judge the kernel without its BPF probe (exit 2)" test
 daemon_start "$WBG_BUILD"
 check "5.10: wbguardd starts" test $? = 0
 scrape_metrics
-grep '^wbguard_bpf_program_attached{' /wbg-out/metrics.txt |
-	sed 's/.*program="\([^"]*\)",reason="\([^"]*\)"} \(.*\)/\1 \3 \2/' >/wbg-out/programs.txt
-echo "# attached: $(awk '$2 == 1 {print $1}' /wbg-out/programs.txt | paste -sd' ')"
-echo "# not attached: $(awk '$2 != 1 {print $1 " (" $3 ")"}' /wbg-out/programs.txt | paste -sd' ')"
+bpf_programs
 check "5.10: the removal programs attached" \
 	sh -c "grep -q '^life_rmdir 1' /wbg-out/programs.txt && grep -q '^life_release 1' /wbg-out/programs.txt"
 check "5.10: the stall's evidence refused by the verifier, and said so (load_refused)" \
@@ -29,7 +26,7 @@ cg=/sys/fs/cgroup/k510
 mkdir $cg && echo +memory >$cg/cgroup.subtree_control && mkdir $cg/c
 sh -c "echo \$\$ >$cg/c/cgroup.procs; dd if=/dev/zero of=/mnt/ext4/k510 bs=1M count=16 status=none"
 rmdir $cg/c
-i=0; while ! grep -q '"cgroup":"k510/c"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+await_record '"cgroup":"k510/c"' 300
 rec=$(grep '"cgroup":"k510/c"' /run/wbguard/handovers.jsonl | tail -1)
 echo "# $(echo "$rec" | jq -c '{trigger, outcome, plan_source, targets, first_flush_s}')"
 check "5.10: a dirty removal is flushed (the mitigation works without BPF)" \

@@ -136,7 +136,7 @@ sleep 0.3
 check "precondition: the removed cgroup's dying wb has dirty IO" dirty_io "$id"
 start kp-scan.log
 check "wbguardd starts" test $? = 0
-i=0; while ! grep -q "\"cgroup_id\":$id," /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+await_record "\"cgroup_id\":$id,"
 rec=$(grep "\"cgroup_id\":$id," /run/wbguard/handovers.jsonl | tail -1)
 echo "# $rec" | cut -c1-300
 check "the scan of dying wbs flushed it (trigger recovered, flushed)" \

@@ -51,7 +51,7 @@ cid=$($P inspect --format '{{.Id}}' app 2>/dev/null)
 check "the container's config names no hook (Podman found it in hooks.d)" \
 	sh -c "! $P inspect app | jq -e '.[0].HostConfig.Hooks // empty | length > 0' >/dev/null 2>&1"
 check "the hook registered it at createRuntime" grep -q "Registered container $cid" /wbg-out/wbguardd.log
-i=0; while ! grep -q "podman-app\|\"registered_id\":\"$cid\"" /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+await_record "podman-app\|\"registered_id\":\"$cid\""
 rec=$(jq -c --arg id "$cid" 'select(.registered_id == $id)' /run/wbguard/handovers.jsonl | tail -1)
 echo "# $rec" | cut -c1-400
 check "its handover is recorded with the container's pod, namespace and name" \

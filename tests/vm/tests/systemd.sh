@@ -87,11 +87,10 @@ systemd-run --quiet --unit=replacement -p MemoryMax=256M sh -c \
 	'for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/mnt/ext4/svc/g$i bs=1M count=1 oflag=append conv=notrunc status=none; done'
 sleep 1
 echo $wb_centisecs >/proc/sys/vm/dirty_writeback_centisecs
-i=0
 # (its end waits for the dying wb to be clean: the replacement's own last
 # pages on it, if any, drain within an expiry)
-while ! grep -q '"cgroup":"system.slice/dirtier2.service"' /run/wbguard/handovers.jsonl 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-echo "# recorded $((i / 10)) s after the replacement"
+await_record '"cgroup":"system.slice/dirtier2.service"' 600
+echo "# recorded $((WAITED / 10)) s after the replacement"
 h=$(grep '"cgroup":"system.slice/dirtier2.service"' /run/wbguard/handovers.jsonl | head -1)
 echo "# $h"
 journalctl -u wbguard-ev --no-pager | grep -E 'Evidence|dirtier2' | head -5 | sed 's/^/# log: /'
