@@ -113,10 +113,15 @@ int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode)
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	/* a new file, never one that is there: a temporary a crash left is
+	 * removed first, and a symlink put in its place (the state
+	 * directory may be a hostPath) is removed, not written through */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	/* a temporary left by an older version keeps its mode otherwise */
+	/* the mode asked for, whatever the umask */
 	if (fchmod(fd, mode) < 0 || write(fd, s, n) != (ssize_t)n || (sync && fsync(fd) < 0))
 		r = errno ? -errno : -EIO;
 	close(fd);

@@ -16,6 +16,7 @@ struct wbg_textfile {
 	char *path, *text; /* in hand, not yet taken by the thread */
 	bool busy, stop;
 	bool orphaned; /* textfile_free gave up on it: the thread frees it when back */
+	int (*write)(const char *path, const char *text);
 	uint64_t written, replaced, errors;
 };
 
@@ -45,7 +46,7 @@ static void *run(void *arg)
 		t->path = t->text = NULL;
 		t->busy = true;
 		pthread_mutex_unlock(&t->lock);
-		r = write_file_atomic(path, text, true, 0644);
+		r = t->write(path, text);
 		if (r < 0)
 			log_warning_errno(r, "Cannot write the metrics textfile %s", path);
 		free(path);
@@ -67,13 +68,24 @@ static void *run(void *arg)
 	return NULL;
 }
 
+static int write_atomic(const char *path, const char *text)
+{
+	return write_file_atomic(path, text, true, 0644);
+}
+
 int textfile_new(struct wbg_textfile **ret)
+{
+	return textfile_new_with(write_atomic, ret);
+}
+
+int textfile_new_with(int (*write)(const char *path, const char *text), struct wbg_textfile **ret)
 {
 	struct wbg_textfile *t = calloc(1, sizeof(*t));
 	int r;
 
 	if (!t)
 		return -ENOMEM;
+	t->write = write;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	r = pthread_create(&t->thread, NULL, run, t);

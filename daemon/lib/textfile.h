@@ -15,6 +15,9 @@
 struct wbg_textfile;
 
 int textfile_new(struct wbg_textfile **ret);
+/* The same with another writer than write_file_atomic's (a test's stalled
+ * disk). */
+int textfile_new_with(int (*write)(const char *path, const char *text), struct wbg_textfile **ret);
 /* Hands over text (malloc'ed; freed here) to be written to path. */
 void textfile_submit(struct wbg_textfile *t, const char *path, char *text);
 /* Waits up to wait_usec for what is in hand to be written, then stops the

@@ -3,6 +3,7 @@
  * with the next step. Reads only; changes nothing. */
 #include <errno.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "flush-ops.h"
 #include "log.h"
 #include "macro.h"
+#include "node-lock.h"
 #include "wbguardctl-api.h"
 
 enum level { OK, WARN, FAIL };
@@ -168,6 +170,54 @@ static void check_runtimes(struct report *r, const char *hooks_file)
 		    hooks_file);
 }
 
+/* The wbguardd processes in proc other than pid (hostPID in the DaemonSet:
+ * the node's); their count, the first's pid in *ret_other. */
+static unsigned other_daemons(const char *proc, pid_t pid, pid_t *ret_other)
+{
+	_cleanup_closedir_ DIR *d = opendir(proc);
+	unsigned n = 0;
+
+	for (struct dirent *e; d && (e = readdir(d));) {
+		_cleanup_free_ char *comm = NULL;
+		char p[512];
+		int q = atoi(e->d_name);
+
+		if (q <= 0 || q == pid)
+			continue;
+		snprintf(p, sizeof(p), "%s/%d/comm", proc, q);
+		if (read_small_file_at(AT_FDCWD, p, 64, &comm) >= 0 && strcmp(comm, "wbguardd\n") == 0 && n++ == 0)
+			*ret_other = q;
+	}
+	return n;
+}
+
+/* One wbguardd per node: the lock's holder, a daemon refused since it
+ * started, and any other wbguardd process (one without the lock, or with
+ * another state directory, would still share the sysctl). */
+static void check_agents(struct report *r, const char *state_dir, const char *proc)
+{
+	struct wbg_agent holder = { 0 }, refused = { 0 };
+	pid_t other = 0;
+	unsigned n;
+	int held = node_lock_holder(state_dir, &holder);
+
+	n = other_daemons(proc, held > 0 ? holder.pid : 0, &other);
+	if (held > 0 && node_lock_refused(state_dir, &refused) == 0 &&
+	    refused.since_realtime_usec >= holder.since_realtime_usec)
+		say(r, WARN, "one agent", "run one: disable the unit (systemctl disable --now wbguard) or delete the DaemonSet",
+		    "a second wbguardd (%s, pid %d) was refused while %s (pid %d) runs", refused.name, (int)refused.pid,
+		    holder.name, (int)holder.pid);
+	else if (n > (held > 0 ? 0 : 1))
+		say(r, WARN, "one agent", "run one: the unit or the DaemonSet",
+		    "%u wbguardd processes besides the lock's holder (pid %d first)", n - (held > 0 ? 0 : 1), (int)other);
+	else if (held > 0)
+		say(r, OK, "one agent", NULL, "%s, pid %d, holds %s/" WBG_NODE_LOCK_FILE, holder.name, (int)holder.pid,
+		    state_dir);
+	else
+		say(r, OK, "one agent", NULL, "no wbguardd holds %s/" WBG_NODE_LOCK_FILE "%s", state_dir,
+		    n ? " (one runs without it: an older version?)" : "");
+}
+
 static const char *get_s(struct json_object *d, const char *k)
 {
 	struct json_object *v;
@@ -182,7 +232,7 @@ static uint64_t get_u(struct json_object *d, const char *k)
 	return d && json_object_object_get_ex(d, k, &v) ? json_object_get_uint64(v) : 0;
 }
 
-int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file)
+int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file, const char *state_dir)
 {
 	struct report r = { .json = co->json };
 	struct json_object *d = ctl_daemon_status(co);
@@ -221,6 +271,7 @@ int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file)
 			    "no container registered yet (none started since, or the hook does not run)");
 		check_inotify(&r, get_u(d, "tracked_cgroups"));
 	}
+	check_agents(&r, state_dir, "/proc");
 	check_runtimes(&r, hooks_file);
 	if (r.json) {
 		struct json_object *o = json_object_new_object();

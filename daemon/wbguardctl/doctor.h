@@ -8,4 +8,4 @@ struct ctl_opts;
  * and registrations, runtimes' state, inotify limits), each gap with its
  * next step. root: the cgroupfs; hooks_file: where the package puts the
  * OCI hook's file. Reads only. Returns 1 if a check failed, else 0. */
-int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file);
+int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file, const char *state_dir);

@@ -76,7 +76,7 @@ static void help(void)
 	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
 	       "     --cgroup-root PATH  verify, doctor: cgroup2 mount (default /sys/fs/cgroup)\n"
 	       "     --hooks-file PATH   doctor: the OCI hook's file (default " WBG_OCI_HOOKS_FILE ")\n"
-	       "     --state-dir DIR     status: wbguardd's state (default " WBG_RUN_DIR ")\n"
+	       "     --state-dir DIR     status, doctor: wbguardd's state (default " WBG_RUN_DIR ")\n"
 	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
 	       "Exit status:\n"
 	       "  0  success; flush: flushed, clean, drained or watched; verify: the dying-wb\n"
@@ -354,7 +354,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "ping") == 0)
 		return ctl_ping(&co, timeout >= 1 ? (unsigned)timeout : 5);
 	if (strcmp(cmd, "doctor") == 0)
-		return doctor(&co, root, hooks_file);
+		return doctor(&co, root, hooks_file, state_dir);
 	log_error("Unknown command '%s'; see --help", cmd);
 	return 2;
 }

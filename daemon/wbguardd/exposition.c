@@ -102,6 +102,10 @@ void metrics_write(const struct manager *m, FILE *f)
 		       "/metrics requests refused: the peer's socket is not owned by a user in [metrics] allow_users "
 		       "(or is remote).",
 		       m->http.forbidden);
+	metric_counter(f, "wbguard_http_user_share_closes_total",
+		       "Connections closed at once: their local user (not root) already held 8, its share of the 64 "
+		       "(the probes' and the scraper's stay free).",
+		       m->http.uid_refused);
 	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 

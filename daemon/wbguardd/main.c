@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "node-lock.h"
 #include "sysctl-keeper.h"
 
 static const char *arg_config = WBG_CONF_FILE;
@@ -144,9 +145,20 @@ int main(int argc, char **argv)
 		 * and it goes */
 		struct wbg_config c;
 		struct wbg_sysctl k;
+		struct wbg_agent self, holder = { 0 };
+		_cleanup_close_ int lock = -EBADF;
 
 		config_init(&c);
 		(void)config_load(&c, arg_config); /* where the state is; defaults if unreadable */
+		/* held while it restores: no daemon starts in between */
+		agent_self("/proc", &self);
+		r = node_lock_take(c.state_dir, &self, &lock, &holder);
+		if (r == -EBUSY) {
+			log_error("wbguardd runs (%s, pid %d): it restores the sysctl at its stop; not touching it",
+				  holder.name[0] ? holder.name : "unknown", (int)holder.pid);
+			config_done(&c);
+			return 1;
+		}
 		r = sysctl_keeper_open(&k, c.proc_sys, c.state_dir);
 		if (r >= 0)
 			r = sysctl_keeper_restore(&k);
@@ -190,5 +202,7 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		r = manager_run(m);
 	manager_free(m);
-	return r < 0 ? 1 : 0;
+	/* 3: another wbguardd runs on this node (the unit does not restart
+	 * on it: RestartPreventExitStatus) */
+	return r == -EBUSY ? 3 : r < 0 ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "conf-keys.h"
 #include "manager.h"
+#include "node-lock.h"
 #include "pending.h"
 #include "recovery.h"
 #include "textfile.h"
@@ -85,11 +86,14 @@ void manager_refresh_verdict(struct manager *m)
 				      "PRIORITY=%d", LOG_NOTICE, "SYSLOG_IDENTIFIER=wbguardd",
 				      "WBGUARD_DYING_WB_FALLBACK=%s", wbg_verdict_to_string(m->verdicts.dying_wb),
 				      "WBGUARD_BDEV_FOREIGN_FLUSH=%s", wbg_verdict_to_string(m->verdicts.bdev_flush), NULL);
-	/* auto: on unless the kernel shows it reaches dying wbs itself */
-	on = m->verdicts.dying_wb != WBG_VERDICT_ACTIVE;
-	if (m->cfg.mitigation == WBG_MITIGATION_AUTO && m->mitigating != on) {
+	/* on, off; auto: on unless the kernel shows it reaches dying wbs
+	 * itself (and a reload that changed the mode takes effect here) */
+	on = m->cfg.mitigation == WBG_MITIGATION_ON ||
+	     (m->cfg.mitigation == WBG_MITIGATION_AUTO && m->verdicts.dying_wb != WBG_VERDICT_ACTIVE);
+	if (m->mitigating != on) {
 		m->mitigating = on;
-		log_info("Mitigation %s (mode auto, dying-wb fallback %s)", on ? "on" : "off",
+		log_info("Mitigation %s (mode %s, dying-wb fallback %s)", on ? "on" : "off",
+			 m->cfg.mitigation == WBG_MITIGATION_ON ? "on" : m->cfg.mitigation == WBG_MITIGATION_OFF ? "off" : "auto",
 			 wbg_verdict_to_string(m->verdicts.dying_wb));
 	}
 	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
@@ -242,6 +246,8 @@ int manager_reload(struct manager *m)
 	}
 	p = manager_lifecycle_params(m);
 	lifecycle_set_params(&m->lifecycle, &p);
+	if (m->event)
+		manager_refresh_verdict(m); /* [mitigation] mode */
 	log_info("Reloaded %s", m->config_path);
 	return 0;
 }
@@ -272,7 +278,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	if (!m)
 		return log_oom();
 	/* parts not started yet hold no descriptor */
-	m->watch.fd = m->host.mountinfo_fd = m->control.fd = -EBADF;
+	m->watch.fd = m->host.mountinfo_fd = m->control.fd = m->node_lock_fd = -EBADF;
 	m->log_level_override = -1;
 	{
 		static const double lag[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
@@ -461,10 +467,38 @@ static void write_metrics(FILE *f, void *userdata)
 	metrics_write(userdata, f);
 }
 
+/* Before anything that touches the node (the sysctl, the state files, the
+ * control socket): a second wbguardd exits here, having touched none. */
+static int take_node_lock(struct manager *m)
+{
+	struct wbg_agent self, holder = { 0 };
+	int r;
+
+	agent_self("/proc", &self);
+	r = node_lock_take(m->cfg.state_dir, &self, &m->node_lock_fd, &holder);
+	if (r == -EBUSY) {
+		(void)node_lock_note_refused(m->cfg.state_dir, &self, &holder);
+		(void)sd_notifyf(false, "STATUS=Refused: another wbguardd runs on this node (%s, pid %d)",
+				 holder.name[0] ? holder.name : "unknown", (int)holder.pid);
+		return log_error_errno(EBUSY,
+				       "Another wbguardd runs on this node: %s, pid %d (%s/" WBG_NODE_LOCK_FILE
+				       "); not starting: it holds the node's " WBG_SYSCTL_NAME
+				       " and the control socket. Run one: the systemd unit or the DaemonSet",
+				       holder.name[0] ? holder.name : "unknown", (int)holder.pid, m->cfg.state_dir);
+	}
+	if (r < 0)
+		log_warning_errno(r, "Cannot take %s/" WBG_NODE_LOCK_FILE ": a second wbguardd on this node would go "
+				  "unnoticed", m->cfg.state_dir);
+	return 0;
+}
+
 int manager_start(struct manager *m)
 {
 	int r;
 
+	r = take_node_lock(m);
+	if (r < 0)
+		return r;
 	r = sd_event_default(&m->event);
 	if (r < 0)
 		return log_error_errno(r, "Cannot allocate the event loop");
@@ -579,6 +613,9 @@ struct manager *manager_free(struct manager *m)
 	scratch_close(&m->scratch);
 	wbg_bpf_free(m->bpf);
 	records_close(&m->records);
+	/* last: a successor starts only once the sysctl is back and the
+	 * socket gone */
+	closep(&m->node_lock_fd);
 	sd_event_unref(m->event);
 	config_done(&m->cfg);
 	free(m->config_path);

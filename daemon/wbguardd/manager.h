@@ -46,6 +46,7 @@ struct manager {
 	uint64_t reload_success_realtime, reload_failures;
 	bool ready;             /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	bool mitigating;
+	int node_lock_fd; /* one wbguardd per node (node-lock.h): held for its life */
 
 	struct wbg_registry reg;
 	struct wbg_watch watch;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <pwd.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
@@ -18,32 +19,42 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /* A client that holds connections open cannot take them all: per address
- * at most a few, so the scraper and the probes always get in. */
+ * at most a few, and per local user at most WBG_HTTP_CONNS_PER_UID
+ * whatever addresses it uses (127.0.0.0/8 has many), so the scraper and
+ * the probes always get in. */
 #define WBG_HTTP_CONNS_MAX 64
 #define WBG_HTTP_CONNS_PER_IP 4
+#define WBG_HTTP_CONNS_PER_UID 8
 
 /* Whether the peer's socket belongs to an allowed user. One netlink round
  * trip, only for /metrics: a scrape costs far more. */
+struct wbg_http_conn {
+	struct wbg_http_conn *next, *prev;
+	int fd;
+	uint64_t since; /* CLOCK_MONOTONIC: connected, or last answered */
+	int uid_r;      /* tcp_peer_uid's answer at the connection: 0, or -ENOENT (remote) ... */
+	uid_t uid;
+};
+
+/* Whether the peer's socket belongs to an allowed user: asked once, when
+ * it connected. */
 static bool allowed(const struct wbg_metrics_http *m, struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *info;
-	uid_t uid;
-	int r;
+	const struct wbg_http_conn *k;
 
 	if (!m->restrict_users)
 		return true;
-	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!info)
-		return false;
-	r = tcp_peer_uid(info->connect_fd, &uid);
-	if (r < 0) {
-		log_debug_errno(r, "/metrics: cannot tell whose the peer's socket is (remote?): refused");
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	k = info ? info->socket_context : NULL;
+	if (!k || k->uid_r < 0) {
+		log_debug_errno(k ? k->uid_r : ENOMEM, "/metrics: cannot tell whose the peer's socket is (remote?): refused");
 		return false;
 	}
 	for (unsigned i = 0; i < m->n_allow; i++)
-		if (m->allow[i] == uid)
+		if (m->allow[i] == k->uid)
 			return true;
-	log_debug("/metrics: uid %u is not in [metrics] allow_users: refused", (unsigned)uid);
+	log_debug("/metrics: uid %u is not in [metrics] allow_users: refused", (unsigned)k->uid);
 	return false;
 }
 
@@ -128,12 +139,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void rearm(struct wbg_metrics_http *m);
 
-struct wbg_http_conn {
-	struct wbg_http_conn *next, *prev;
-	int fd;
-	uint64_t since; /* CLOCK_MONOTONIC: connected, or last answered */
-};
-
 static uint64_t now_usec(const struct wbg_metrics_http *m)
 {
 	uint64_t t = 0;
@@ -182,8 +187,25 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return; /* then it has only the idle timeout */
 		}
 		k->fd = info->connect_fd;
+		k->uid_r = tcp_peer_uid(k->fd, &k->uid);
 		conn_append(m, k, now_usec(m));
 		*socket_context = k;
+		/* a local user past its share: shut at once (root's, the
+		 * kubelet's probes and the scraper's, are never) */
+		if (k->uid_r == 0 && k->uid != 0) {
+			unsigned n = 0;
+
+			for (struct wbg_http_conn *o = m->conns; o; o = o->next)
+				n += o->uid_r == 0 && o->uid == k->uid && o->fd >= 0;
+			if (n > WBG_HTTP_CONNS_PER_UID) {
+				if (m->uid_refused++ % 1000 == 0)
+					log_notice("Metrics connections of uid %u past its share of %d: closed "
+						   "(%" PRIu64 " so far)", (unsigned)k->uid, WBG_HTTP_CONNS_PER_UID,
+						   m->uid_refused);
+				(void)shutdown(k->fd, SHUT_RDWR);
+				k->fd = -1;
+			}
+		}
 	} else if (k) {
 		conn_unlink(m, k);
 		free(k);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* /metrics, /livez and /readyz over HTTP (libmicrohttpd without threads of
  * its own: its epoll fd is a source on our loop, so a scrape reads counters
- * with no locking). Bounded: 64 connections, 4 per address. */
+ * with no locking). Bounded: 64 connections, 4 per address, 8 per local
+ * user (root's unbounded: the probes' and the scraper's). */
 #pragma once
 
 #include <stdbool.h>
@@ -31,6 +32,7 @@ struct wbg_metrics_http {
 	unsigned n_allow;
 	uid_t allow[16];
 	uint64_t forbidden; /* /metrics requests refused */
+	uint64_t uid_refused; /* connections shut: their local user had its share */
 	/* the exposition, and whether the daemon is up (/readyz) */
 	void (*write)(FILE *f, void *userdata);
 	bool (*ready)(void *userdata);

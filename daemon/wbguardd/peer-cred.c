@@ -152,6 +152,9 @@ int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid)
 	return r < 0 ? r : procfs_uid(proc, &local, &peer, ret_uid);
 }
 
+/* whether this kernel's inet_diag has found a socket yet */
+static bool diag_answers;
+
 int tcp_peer_uid(int fd, uid_t *ret_uid)
 {
 	struct sockaddr_storage local = { 0 }, peer = { 0 };
@@ -160,9 +163,15 @@ int tcp_peer_uid(int fd, uid_t *ret_uid)
 	if (r < 0)
 		return r;
 	r = sock_diag_uid(&local, &peer, ret_uid);
-	if (r == 0)
+	if (r == 0) {
+		diag_answers = true;
 		return 0;
+	}
 	/* a kernel without inet_diag answers every lookup with ENOENT:
-	 * proc's table tells a remote peer from a missing module */
+	 * proc's table tells a remote peer from a missing module. Once
+	 * inet_diag has answered, ENOENT is a remote peer: no read of every
+	 * TCP socket's line for each remote request. */
+	if (diag_answers)
+		return r;
 	return procfs_uid("/proc", &local, &peer, ret_uid);
 }

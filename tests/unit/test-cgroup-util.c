@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup-util.h"
 #include "macro.h"
@@ -103,6 +105,30 @@ int main(void)
 		CHECK(cg_memory_delegated(root) == 0, "memory delegated");
 		unlink(sc);
 		CHECK(cg_memory_delegated(root) == -ENOENT, "no subtree_control at all: an error");
+	}
+	{
+		/* write_file_atomic: a symlink at its temporary's name (a
+		 * hostPath state directory another container can write) is
+		 * replaced, never written through */
+		char target[300], state[300], tmp[310];
+		_cleanup_free_ char *got = NULL, *kept = NULL;
+		FILE *f;
+
+		snprintf(target, sizeof(target), "%s/elsewhere", root);
+		snprintf(state, sizeof(state), "%s/sysctl.json", root);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", state);
+		f = fopen(target, "w");
+		fputs("theirs\n", f);
+		fclose(f);
+		CHECK(symlink(target, tmp) == 0, "a symlink where the temporary goes");
+		CHECK(write_file_atomic(state, "{\"original\":3000}\n", false, 0600) == 0, "written");
+		CHECK(read_small_file_at(AT_FDCWD, target, 64, &kept) >= 0 && strcmp(kept, "theirs\n") == 0,
+		      "the symlink's target is untouched");
+		CHECK(read_small_file_at(AT_FDCWD, state, 64, &got) >= 0 && strcmp(got, "{\"original\":3000}\n") == 0,
+		      "the state file holds what was written");
+		CHECK(access(tmp, F_OK) < 0, "no temporary left");
+		unlink(target);
+		unlink(state);
 	}
 	rmdir(root);
 	return tap_done();

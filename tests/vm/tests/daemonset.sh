@@ -123,12 +123,32 @@ scenario() {
 	echo "$rec" | jq -r .reason | grep -q "device cgroup" && res="$res bdev-reason=ok" || res="$res bdev-reason=FAIL"
 	quick_stop && return
 	[ -n "${QUICK:-}" ] && return
-	# wbguardctl doctor in the pod, as an operator would run it there
+	# the host's unit started beside the pod (a migration's mistake): it
+	# exits 3 naming the pod, with the pod's lowered sysctl and its
+	# control socket as they were
+	local sc0 rc
+	sc0=$(cat $sysctl)
+	timeout 30 "$WBG_BUILD/daemon/wbguardd" >/wbg-out/pod-$name-second.log 2>&1
+	rc=$?
+	echo "# second wbguardd beside the pod: exit $rc: $(head -c 300 /wbg-out/pod-$name-second.log)" >&2
+	[ $rc = 3 ] && grep -q "Another wbguardd runs on this node: pod wbguard/wbguard-" /wbg-out/pod-$name-second.log &&
+		[ "$(cat $sysctl)" = "$sc0" ] && [ -S /run/wbguard/control ] &&
+		crun exec wbguard-$name sh -c "p=/usr/local/bin/wbguardctl; [ -x \$p ] || p=$WBG_BUILD/daemon/wbguardctl; exec \$p ping --timeout 4" >/dev/null 2>&1 &&
+		res="$res second=ok" || res="$res second=FAIL"
+	# wbguardctl doctor in the pod, as an operator would run it there, and
+	# on the node: both say a second agent was refused
 	crun exec wbguard-$name sh -c "command -v wbguardctl >/dev/null && exec wbguardctl doctor --json; exec $WBG_BUILD/daemon/wbguardctl doctor --json" \
 		>/wbg-out/pod-$name-doctor.json 2>/dev/null
+	"$WBG_BUILD/daemon/wbguardctl" doctor --json >/wbg-out/pod-$name-host-doctor.json 2>/dev/null
 	jq -e '[.checks[] | select(.check == "wbguardd" and .result == "ok")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
 		jq -e '[.checks[] | select(.check == "open by handle" and .result == "warn")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
 		res="$res doctor=ok" || res="$res doctor=FAIL"
+	for d in pod-$name-doctor pod-$name-host-doctor; do
+		jq -c '.checks[] | select(.check == "one agent")' /wbg-out/$d.json | sed "s/^/# $d: /" >&2
+	done
+	jq -e '[.checks[] | select(.check == "one agent" and .result == "warn")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
+		jq -e '[.checks[] | select(.check == "one agent" and .result == "warn")] | length == 1' /wbg-out/pod-$name-host-doctor.json >/dev/null &&
+		res="$res doctors-second=ok" || res="$res doctors-second=FAIL"
 	# wbguardctl verify in the pod: it does not work there (its writers
 	# cannot join a cgroup outside the pod's cgroup namespace); what it
 	# says is kept in the notes, and docs/operations.md says to run it on
@@ -190,7 +210,7 @@ else
 fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes users bpf hook sysctl flush scratch wbstats bdev-reason doctor configmap restore; do
+for w in start probes users bpf hook sysctl flush scratch wbstats bdev-reason second doctor doctors-second configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \

@@ -113,6 +113,17 @@ rm /etc/wbguard/conf.d/60-future.conf /etc/wbguard/conf.d/70-bad.conf
 systemctl reload wbguard.service
 check "fixed: reload succeeds again, the metric back to 1" \
 	sh -c "curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_last_reload_successful 1$'"
+# [mitigation] mode by a reload: in effect at once (it was accepted and
+# changed nothing), and back
+m0=$(wbguardctl status --json | jq -r .daemon.mitigating)
+printf '[mitigation]\nmode = off\n' >/etc/wbguard/conf.d/80-off.conf
+systemctl reload wbguard.service
+m1=$(wbguardctl status --json | jq -r .daemon.mitigating)
+rm /etc/wbguard/conf.d/80-off.conf
+systemctl reload wbguard.service
+m2=$(wbguardctl status --json | jq -r .daemon.mitigating)
+echo "# mitigating: $m0, after mode = off and a reload $m1, after its removal and a reload $m2"
+check "a reload of [mitigation] mode takes effect (on, off, on)" test "$m0 $m1 $m2" = "true false true"
 
 kill -SEGV "$pid"
 i=0
