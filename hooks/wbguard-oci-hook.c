@@ -261,6 +261,11 @@ static void poststop(const struct oci_state *s, uint64_t deadline)
 		(void)setsid();
 		for (int fd = 0; fd < 3 && null >= 0; fd++)
 			(void)dup2(null, fd);
+		/* nor any other fd the runtime passed us (its sync pipes,
+		 * a console socket) */
+		if (close_range(3, ~0U, 0) < 0)
+			for (int fd = 3; fd < 1024; fd++)
+				(void)close(fd);
 		_exit(flush_container(s, &c) >= 0 ? 0 : 1);
 	}
 	oci_config_done(&c);

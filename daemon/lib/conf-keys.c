@@ -449,8 +449,9 @@ void conf_keys_reference(FILE *f)
 	      "Durations take one syntax everywhere: a number with a unit (`500ms`, `5s`,\n"
 	      "`2m`, `1h`); a bare number is in the key's own unit, seconds for the\n"
 	      "`*_sec` keys and centiseconds for `[expiry]` (the sysctl's unit).\n"
-	      "Keys marked *restart* keep their running value at a reload, which says so\n"
-	      "in the log when they changed.\n\n"
+	      "Keys marked *restart* apply only at a start: a reload that changes one is\n"
+	      "refused, naming it (the running configuration stays, the reload metric\n"
+	      "says it failed); every other key applies at the reload.\n\n"
 	      "| section | key | default | values | applies | meaning |\n"
 	      "|---|---|---|---|---|---|\n",
 	      f);

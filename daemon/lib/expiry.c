@@ -340,6 +340,62 @@ void expiry_cgroup_gone(struct wbg_expiry *e, uint64_t cgroup_id)
 	entry_drop(e, ec);
 }
 
+struct collected {
+	struct expiry_cgroup **v;
+	size_t n;
+};
+
+/* twalk_r: counts the entries (v NULL), or collects them */
+static void collect(const void *node, VISIT which, void *closure)
+{
+	struct collected *c = closure;
+
+	if (which != postorder && which != leaf)
+		return;
+	if (c->v)
+		c->v[c->n] = *(struct expiry_cgroup *const *)node;
+	c->n++;
+}
+
+void expiry_reload(struct wbg_expiry *e)
+{
+	struct collected c = { 0 };
+
+	/* the entries (those with a policy, and those waiting on a retry)
+	 * first: resolving may drop one from the tree */
+	twalk_r(e->cgroups, collect, &c);
+	c.v = calloc(c.n + 1, sizeof(*c.v));
+	if (!c.v) {
+		log_oom();
+		return;
+	}
+	c.n = 0;
+	twalk_r(e->cgroups, collect, &c);
+	for (size_t i = 0; i < c.n; i++) {
+		struct expiry_cgroup *ec = c.v[i];
+		bool live = ec->holding || !ec->has_policy || ec->policy.mech != WBG_EXPIRY_GLOBAL;
+		uint64_t id = ec->id;
+
+		if (ec->has_policy)
+			e->n_policies[ec->policy.mech]--;
+		if (ec->holding)
+			release(e, ec->holder);
+		e->ops->forget(e->userdata, ec->id);
+		disarm(e, ec);
+		ec->has_policy = ec->holding = false;
+		ec->retries = 0;
+		resolve(e, ec);
+		/* an emptied global pod holds nothing until it is in use
+		 * again */
+		ec = find_entry(e, id);
+		if (ec && ec->holding && !live) {
+			ec->holding = false;
+			release(e, ec->holder);
+		}
+	}
+	free(c.v);
+}
+
 /* The pod's data is due: its own inodes written back. */
 static void run_expiry(struct wbg_expiry *e, struct expiry_cgroup *ec)
 {

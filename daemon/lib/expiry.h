@@ -111,6 +111,11 @@ void expiry_job_done(struct wbg_expiry *e, const struct flush_job *j);
 void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h);
 /* Timers that are due (ops->schedule said when). */
 void expiry_tick(struct wbg_expiry *e);
+/* After a reload (e->cfg changed in place): every known cgroup's policy
+ * resolved again, so a policy removed or changed releases or re-holds the
+ * sysctl at once. Cgroups without a policy are not known here: a new
+ * policy applies to them from their next population or registration. */
+void expiry_reload(struct wbg_expiry *e);
 /* The sysctl now, its admin's value and its holders (Status). */
 const struct wbg_sysctl *expiry_sysctl(const struct wbg_expiry *e);
 void expiry_metrics(FILE *f, const struct wbg_expiry *e);

@@ -145,7 +145,11 @@ uint64_t pending_max_id(const char *dir)
 	while (d && (de = readdir(d))) {
 		unsigned long long id;
 
-		if (sscanf(de->d_name, "pending-%llu.json", &id) == 1 && id > max)
+		if (sscanf(de->d_name, "pending-%llu.json", &id) != 1 || id <= max)
+			continue;
+		if (id > WBG_IDS_MAX)
+			log_warning("%s/%s: an id above %llu is none of ours; ignored", dir, de->d_name, WBG_IDS_MAX);
+		else
 			max = id;
 	}
 	return max;
@@ -180,8 +184,8 @@ void ids_open(struct wbg_ids *ids, const char *dir, uint64_t floor)
 
 		errno = 0;
 		saved = strtoull(text, &end, 10);
-		if (errno || end == text || (*end && *end != '\n')) {
-			log_warning("%s: not a number; handover ids go on from %" PRIu64, ids->path, floor);
+		if (errno || end == text || (*end && *end != '\n') || saved > WBG_IDS_MAX) {
+			log_warning("%s: not a number up to 2^53; handover ids go on from %" PRIu64, ids->path, floor);
 			saved = 0;
 		}
 	}

@@ -37,6 +37,9 @@ uint64_t pending_max_id(const char *dir);
  * the block of ids a run has reserved, written before any id of the block
  * is used. */
 #define WBG_IDS_BLOCK 4096
+/* Ids stay exact in JSON's doubles (2^53); a pending file's name or a
+ * reservation above it (a hand-made file) is ignored, never wraps ids. */
+#define WBG_IDS_MAX (1ULL << 53)
 struct wbg_ids {
 	char path[4096];
 	uint64_t last, reserved; /* the last id given; ids up to reserved are ours */

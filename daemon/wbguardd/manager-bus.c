@@ -207,12 +207,15 @@ static int method_verify(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
+	struct manager *m = userdata;
 	int r;
 
 	CHECK_ROOT(msg, error);
-	r = manager_reload(userdata);
+	r = manager_reload(m);
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Reload failed; the running configuration stays (see the log)");
+		return sd_bus_error_set_errnof(error, r, "%s",
+					       m->reload_error[0] ? m->reload_error
+								  : "Reload failed; the running configuration stays (see the log)");
 	return sd_bus_reply_method_return(msg, NULL);
 }
 

@@ -44,6 +44,7 @@ struct manager {
 	/* the last load of the configuration, as Prometheus exports its own */
 	bool reload_ok;
 	uint64_t reload_success_realtime, reload_failures;
+	char reload_error[320]; /* why the last reload was refused, for its caller */
 	bool ready;             /* started: watches, BPF and verdicts up (sd_notify READY, /readyz) */
 	bool mitigating;
 	int node_lock_fd; /* one wbguardd per node (node-lock.h): held for its life */

@@ -127,6 +127,8 @@ static void job_done(struct wbg_expiry *e, uint64_t id)
 	flush_job_free(j);
 }
 
+#define EXPIRY_CONF "[expiry]\nper_pod_min = 1s\nboost = 5s\nboost_window_sec = 60\n"
+
 int main(void)
 {
 	char tmp[] = "/tmp/wbg-expiry.XXXXXX", cmd[600];
@@ -150,7 +152,7 @@ int main(void)
 	if (config_parse_string(&cfg, "t",
 				"[policy \"pods/*\"]\nallow_annotation = yes\n"
 				"[policy \"glob/*\"]\ndirty_expire = 5s\nmechanism = global\n"
-				"[expiry]\nper_pod_min = 1s\nboost = 5s\nboost_window_sec = 60\n") < 0)
+				EXPIRY_CONF) < 0)
 		return 1;
 	x.now = 1000 * S;
 
@@ -202,6 +204,31 @@ int main(void)
 	CHECK(sysctl() == 3000, "emptied: released, the admin's value back");
 	expiry_cgroup_populated(&e, 4, true);
 	CHECK(sysctl() == 500, "in use again: held again");
+	{
+		/* a reload (the configuration replaced in place, as the
+		 * manager does): the policy changed, then removed */
+		static const char *const texts[] = {
+			"[policy \"glob/*\"]\ndirty_expire = 2s\nmechanism = global\n" EXPIRY_CONF,
+			"[policy \"pods/*\"]\nallow_annotation = yes\n" EXPIRY_CONF,
+		};
+		unsigned want[] = { 200, 3000 };
+
+		for (int i = 0; i < 2; i++) {
+			struct wbg_config c2;
+
+			config_init(&c2);
+			snprintf(c2.proc_sys, sizeof(c2.proc_sys), "%s", cfg.proc_sys);
+			snprintf(c2.state_dir, sizeof(c2.state_dir), "%s", cfg.state_dir);
+			if (config_parse_string(&c2, "t", texts[i]) < 0)
+				return 1;
+			config_done(&cfg);
+			cfg = c2;
+			expiry_reload(&e);
+			CHECK(sysctl() == want[i] && e.n_policies[WBG_EXPIRY_GLOBAL] == (i == 0),
+			      "reloaded with the global policy %s: the sysctl at %u (%u)", i ? "removed" : "at 2 s", want[i],
+			      sysctl());
+		}
+	}
 	expiry_cgroup_gone(&e, 4);
 	CHECK(sysctl() == 3000 && e.n_policies[WBG_EXPIRY_GLOBAL] == 0, "gone: released");
 

@@ -76,6 +76,26 @@ int main(void)
 		pending_drop(dir, 1000000);
 		ids_open(&ids, dir, 1000000);
 		CHECK(ids_next(&ids) == 1000001, "a pending record's id is a floor");
+		{
+			/* hand-made names and reservations at 2^64 - 1: ignored,
+			 * ids never wrap to 0 */
+			char q[300];
+			FILE *hf;
+
+			snprintf(q, sizeof(q), "%s/pending-18446744073709551615.json", dir);
+			hf = fopen(q, "w");
+			fclose(hf);
+			CHECK(pending_max_id(dir) == 0, "a pending file's id above 2^53 is ignored");
+			unlink(q);
+			snprintf(q, sizeof(q), "%s/handover-ids", dir);
+			hf = fopen(q, "w");
+			fputs("18446744073709551615\n", hf);
+			fclose(hf);
+			ids_open(&ids, dir, 7);
+			c = ids_next(&ids);
+			CHECK(c == 8, "a reservation above 2^53 is ignored: ids go on from the floor (%llu)",
+			      (unsigned long long)c);
+		}
 		snprintf(p, sizeof(p), "%s/handover-ids", dir);
 		unlink(p);
 		ids_open(&ids, "/nonexistent/wbg", 41);

@@ -124,6 +124,18 @@ systemctl reload wbguard.service
 m2=$(wbguardctl status --json | jq -r .daemon.mitigating)
 echo "# mitigating: $m0, after mode = off and a reload $m1, after its removal and a reload $m2"
 check "a reload of [mitigation] mode takes effect (on, off, on)" test "$m0 $m1 $m2" = "true false true"
+# a key only a start applies: the reload is refused, naming it (it used
+# to report success and keep the old value)
+printf '[daemon]\nmax_depth = 31\n' >/etc/wbguard/conf.d/80-depth.conf
+wbguardctl reload 2>/wbg-out/reload-restart.txt
+rc=$?
+echo "# reload changing a restart key: exit $rc: $(cat /wbg-out/reload-restart.txt)"
+check "a reload changing [daemon] max_depth is refused, naming the key" \
+	sh -c "[ $rc != 0 ] && grep -q '\[daemon\] max_depth changed, which only a restart applies' /wbg-out/reload-restart.txt &&
+	       curl -sf http://127.0.0.1:9573/metrics | grep -q '^wbguard_config_last_reload_successful 0$'"
+rm /etc/wbguard/conf.d/80-depth.conf
+systemctl reload wbguard.service
+check "without it, the reload succeeds again" test $? = 0
 
 kill -SEGV "$pid"
 i=0
