@@ -198,8 +198,9 @@ static uint64_t connect_deadline(uint64_t deadline)
 }
 
 /* wbguardd writes back what the container's cgroup dirtied and answers when
- * done. Returns 0 when it did (or had nothing to do), < 0 when it is not
- * there or does not know the container (the caller flushes itself). */
+ * done. Returns 0 when it did (or had nothing to do, or chose not to), < 0
+ * when it is not there or does not know the container (the caller flushes
+ * itself). */
 static int daemon_flush(const struct oci_state *s, uint64_t deadline)
 {
 	_cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
@@ -221,6 +222,17 @@ static int daemon_flush(const struct oci_state *s, uint64_t deadline)
 		r = sd_bus_message_append(req, "st", s->id, deadline > now + 200000 ? deadline - now - 200000 : 0);
 	if (r >= 0)
 		r = control_call(bus, req, deadline, &error, &reply);
+	if (r < 0 && (sd_bus_error_has_name(&error, "io.wbguard1.NoSuchCgroup") ||
+		      sd_bus_error_has_name(&error, SD_BUS_ERROR_LIMITS_EXCEEDED))) {
+		/* wbguardd is there and chose: a cgroup it does not track
+		 * (outside [daemon] roots, or past a tenant's share of its
+		 * tables: counted there, its removal still covered by the
+		 * stall) or too many callers. A syncfs from here would be
+		 * outside every budget it keeps. */
+		log_info("container %s: wbguardd: %s; not flushed here", s->id, error.message);
+		sd_bus_error_free(&error);
+		return 0;
+	}
 	if (r < 0) {
 		log_info("container %s: wbguardd: %s; flushing here", s->id, error.message ? error.message : strerror(-r));
 		sd_bus_error_free(&error);

@@ -75,7 +75,9 @@ static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
 		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
 		[E(EVIDENCE_SOON)] = STAY(CLEANUP, A(NOTE_EVIDENCE)),
 		[E(RELEASED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(END)),
+		/* its pending record kept: the cleanup may not have moved
+		 * the dying wb's inodes yet */
+		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
 	},
 	[P(VERIFY)] = {
 		[E(VERIFIED)] = GO(ENDED, A(UNWATCH) | A(END)),
@@ -84,7 +86,8 @@ static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
 		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
 		[E(EVIDENCE_SOON)] = STAY(VERIFY, A(NOTE_EVIDENCE)),
 		[E(RELEASED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(END)),
+		/* not verified clean yet: kept, as in the cleanup */
+		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
 	},
 	/* ENDED: freed at once; nothing reaches it */
 };

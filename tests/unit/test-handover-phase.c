@@ -66,7 +66,7 @@ static const struct expect cells[] = {
 	{ P(CLEANUP), E(EVIDENCE), P(FLUSHING), A(FLUSH_INODES) },
 	{ P(CLEANUP), E(EVIDENCE_SOON), P(CLEANUP), A(NOTE_EVIDENCE) },
 	{ P(CLEANUP), E(RELEASED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(CLEANUP), E(STOP), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(CLEANUP), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 
 	{ P(VERIFY), E(VERIFIED), P(ENDED), A(UNWATCH) | A(END) },
 	{ P(VERIFY), E(VERIFIED_DIRTY), P(ENDED), A(UNWATCH) | A(END) },
@@ -74,7 +74,7 @@ static const struct expect cells[] = {
 	{ P(VERIFY), E(EVIDENCE), P(FLUSHING), A(FLUSH_INODES) },
 	{ P(VERIFY), E(EVIDENCE_SOON), P(VERIFY), A(NOTE_EVIDENCE) },
 	{ P(VERIFY), E(RELEASED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(VERIFY), E(STOP), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 };
 
 static const struct expect *listed(enum wbg_phase p, enum wbg_event e)

@@ -341,6 +341,29 @@ static void test_stop_keeps(void)
 	registry_free(&reg);
 }
 
+/* Stopped while its cleanup or its verification runs: the watch's pending
+ * record stays for the next start, which finds the dying wb's data if the
+ * cleanup had not moved it (it used to be dropped). */
+static void test_stop_in_cleanup(void)
+{
+	for (int verify = 0; verify < 2; verify++) {
+		struct wbg_handover *h;
+
+		setup(true);
+		x.wb_dirty[x.n_wb_dirty++] = 51;
+		h = watched(51, "k/c");
+		x.n_wb_dirty = 0;
+		for (int i = 0; i < 100 && h->phase != (verify ? WBG_PHASE_VERIFY : WBG_PHASE_CLEANUP); i++)
+			advance(x.now + S / 20);
+		CHECK(h->phase == (verify ? WBG_PHASE_VERIFY : WBG_PHASE_CLEANUP), "drained: in its %s",
+		      verify ? "verification" : "cleanup");
+		lifecycle_stop(&hs);
+		CHECK(x.pending_saves == 1 && x.pending_drops == 0,
+		      "stopped there: its pending record kept for the next start");
+		registry_free(&reg);
+	}
+}
+
 static void test_boost(void)
 {
 	struct wbg_handover h = { .outcome = WBG_OUTCOME_FLUSHED, .verify = 0 };
@@ -451,6 +474,7 @@ int main(void)
 	test_bounds();
 	test_flush_requests();
 	test_stop_keeps();
+	test_stop_in_cleanup();
 	test_boost();
 	test_stall();
 	world_close();
