@@ -12,6 +12,7 @@ achieved to stdout when it ends (SIGTERM ends the endless ones).
                             the metrics port, each trickling a byte every 2 s
 
 TENANT_HOME (a cgroup path below /sys/fs/cgroup): where it runs.
+TENANT_UID: the user it runs as, once there.
 """
 import json
 import os
@@ -144,6 +145,10 @@ def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if os.environ.get("TENANT_HOME"):
         move(os.environ["TENANT_HOME"])  # the tenant's own cgroup (its CPU limit)
+    if os.environ.get("TENANT_UID"):
+        # a local user's load (after the move: that needs root)
+        os.setgid(int(os.environ["TENANT_UID"]))
+        os.setuid(int(os.environ["TENANT_UID"]))
     if mode == "empties":
         r = empties(args[0], int(args[1]))
     elif mode == "churn":

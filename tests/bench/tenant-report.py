@@ -83,6 +83,7 @@ res = {
         "hook_poststop": samples("quiet-poststop-us.txt"),
         "ping": samples("quiet-ping-us.txt"),
         "http_livez": samples("quiet-livez-us.txt"),
+        "http_readyz": samples("quiet-readyz-us.txt"),
         "cost": cost("quiet"),
         "replacement": stall("quiet"),
     },
@@ -91,10 +92,12 @@ res = {
         "hook_poststop": samples("hostile-poststop-us.txt"),
         "ping": samples("hostile-ping-us.txt"),
         "http_livez": samples("hostile-livez-us.txt"),
+        "http_readyz": samples("hostile-readyz-us.txt"),
         "cost": dict(cost("hostile"), rss_peak_bytes=rss_peak),
         "replacement": stall("hostile"),
     },
     "unguarded_replacement": stall("unguarded"),
+    "second_daemon": load("second.json", {}),
     "refusals": {
         "cgroups_refused_tenant": metric('wbguard_cgroups_refused_total{reason="max_cgroups_per_tenant"}'),
         "cgroups_refused_node": metric('wbguard_cgroups_refused_total{reason="max_cgroups"}'),
@@ -102,6 +105,7 @@ res = {
         "watch_tenant_full": metric("wbguard_dying_watch_tenant_full_total"),
         "evidence_capped": metric("wbguard_dying_evidence_capped_total"),
         "http_deadline_closes": metric("wbguard_http_deadline_closes_total"),
+        "http_user_share_closes": metric("wbguard_http_user_share_closes_total"),
         "tracked_cgroups": metric("wbguard_tracked_cgroups"),
     },
 }
@@ -118,7 +122,7 @@ def ratio(a, b):
 # quiet figures are the floor: the ratios say what the tenant added.
 res["hostile_over_quiet"] = {
     k + "_" + p: ratio(h[k].get(p + "_ms"), q[k].get(p + "_ms"))
-    for k in ("hook_createRuntime", "hook_poststop", "ping", "http_livez")
+    for k in ("hook_createRuntime", "hook_poststop", "ping", "http_livez", "http_readyz")
     for p in ("p50", "p99", "max")
 }
 
@@ -153,6 +157,11 @@ goal = {
     "hook p99 < 50 ms": [h["hook_createRuntime"].get("p99_ms"), h["hook_poststop"].get("p99_ms")],
     "hook max < 1 s": [h["hook_createRuntime"].get("max_ms"), h["hook_poststop"].get("max_ms")],
     "liveness (ping) always < 1 s": [h["ping"].get("max_ms"), h["ping"].get("failed")],
+    "probes (/livez, /readyz) always < 1 s": [h["http_livez"].get("max_ms"), h["http_readyz"].get("max_ms"),
+                                                h["http_livez"].get("failed"), h["http_readyz"].get("failed")],
+    "a second wbguardd exits 3, the sysctl as it was": [res["second_daemon"].get("exit"),
+                                                        res["second_daemon"].get("sysctl_before"),
+                                                        res["second_daemon"].get("sysctl_after")],
     "RSS under the DaemonSet's request (32 MiB)": rss_peak,
     "replacement: -ENOENT under a quarter of unguarded": [(h["replacement"] or {}).get("enoent"), u.get("enoent")],
 }
@@ -162,6 +171,12 @@ met["hook p99 < 50 ms"] = all(v is not None and v < 50 for v in vals)
 vals = goal["hook max < 1 s"]
 met["hook max < 1 s"] = all(v is not None and v < 1000 for v in vals)
 met["liveness (ping) always < 1 s"] = h["ping"].get("max_ms") is not None and h["ping"]["max_ms"] < 1000 and not h["ping"].get("failed")
+lv, rd = h["http_livez"], h["http_readyz"]
+met["probes (/livez, /readyz) always < 1 s"] = all(
+    x.get("max_ms") is not None and x["max_ms"] < 1000 and not x.get("failed") for x in (lv, rd))
+sd = res["second_daemon"]
+met["a second wbguardd exits 3, the sysctl as it was"] = sd.get("exit") == 3 and sd.get("sysctl_before") == sd.get(
+    "sysctl_after") and sd.get("first_still_answers") is True
 met["RSS under the DaemonSet's request (32 MiB)"] = rss_peak is not None and rss_peak < 32 << 20
 e, ue = goal["replacement: -ENOENT under a quarter of unguarded"]
 met["replacement: -ENOENT under a quarter of unguarded"] = e is not None and bool(ue) and e * 4 < ue
