@@ -364,7 +364,7 @@ void expiry_reload(struct wbg_expiry *e)
 	/* the entries (those with a policy, and those waiting on a retry)
 	 * first: resolving may drop one from the tree */
 	twalk_r(e->cgroups, collect, &c);
-	c.v = calloc(c.n + 1, sizeof(*c.v));
+	c.v = calloc(c.n + 1, sizeof(*c.v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	if (!c.v) {
 		log_oom();
 		return;
