@@ -505,11 +505,11 @@ static int take_node_lock(struct manager *m)
 		(void)node_lock_note_refused(m->cfg.state_dir, &self, &holder);
 		(void)sd_notifyf(false, "STATUS=Refused: another wbguardd runs on this node (%s, pid %d)",
 				 holder.name[0] ? holder.name : "unknown", (int)holder.pid);
-		return log_error_errno(EBUSY,
-				       "Another wbguardd runs on this node: %s, pid %d (%s/" WBG_NODE_LOCK_FILE
-				       "); not starting: it holds the node's " WBG_SYSCTL_NAME
-				       " and the control socket. Run one: the systemd unit or the DaemonSet",
-				       holder.name[0] ? holder.name : "unknown", (int)holder.pid, m->cfg.state_dir);
+		log_error("Another wbguardd runs on this node: %s, pid %d (%s/" WBG_NODE_LOCK_FILE
+			  "); not starting: it holds the node's " WBG_SYSCTL_NAME
+			  " and the control socket. Run one: the systemd unit or the DaemonSet",
+			  holder.name[0] ? holder.name : "unknown", (int)holder.pid, m->cfg.state_dir);
+		return -EBUSY;
 	}
 	if (r < 0)
 		log_warning_errno(r, "Cannot take %s/" WBG_NODE_LOCK_FILE ": a second wbguardd on this node would go "
