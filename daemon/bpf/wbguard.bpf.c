@@ -24,6 +24,14 @@ const volatile __u32 max_inodes_per_cgroup = 4096;
 /* A tenant's share of the inode records (0: none): one tenant's many
  * cheap cgroups cannot evict the others' records. */
 const volatile __u32 max_inodes_per_tenant = WBG_INODES_MAX / 4;
+/* Fair shares of the records (share.h, set by user space): a tenant's
+ * records above inodes_floor come from one pool of inodes_pool, so that a
+ * few tenants together cannot fill the table either (0: no pool). */
+const volatile __u32 inodes_floor = 0;
+const volatile __u32 inodes_pool = 0;
+/* records above their tenants' floors now (user space's forget gives
+ * back too) */
+__u64 inodes_pooled = 0;
 
 /* The value for key, inserted as init first if absent. Two CPUs may insert
  * at once: NOEXIST keeps the first, and both then use that one. */
@@ -327,6 +335,7 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 	};
 	struct wbg_cgroup_inodes *c;
 	__u64 one = 1, zero = 0, *seen, *held;
+	bool pooled;
 
 	seen = bpf_map_lookup_elem(&dirtied_inodes, &key);
 	if (seen) {
@@ -338,7 +347,13 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		struct wbg_cgroup_inodes init = {};
 		__u64 *t = bpf_map_lookup_elem(&cgroup_tenant, &cgid);
 
-		init.tenant = t ? *t : 0;
+		/* only for cgroups user space tracks (their number has its
+		 * shares): untracked ones cannot fill the count table */
+		if (!t) {
+			total_add(WBG_T_INODES_UNTRACKED, 1);
+			return;
+		}
+		init.tenant = *t;
 		bpf_map_update_elem(&cgroup_inodes, &cgid, &init, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&cgroup_inodes, &cgid);
 		if (!c) {
@@ -361,6 +376,13 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 		c->overflow = 1;
 		return;
 	}
+	pooled = inodes_pool && *held >= inodes_floor;
+	if (pooled && inodes_pooled >= inodes_pool) {
+		if (!c->overflow)
+			total_add(WBG_T_INODES_POOL_FULL, 1);
+		c->overflow = 1;
+		return;
+	}
 	if (bpf_map_update_elem(&dirtied_inodes, &key, &one, BPF_NOEXIST) == 0) {
 		/* Its slot: the count before this one. Two CPUs adding an inode
 		 * to one cgroup at once may take one slot; the lost inode then
@@ -370,8 +392,20 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 
 		__sync_fetch_and_add(&c->count, 1);
 		__sync_fetch_and_add(held, 1);
+		if (pooled)
+			__sync_fetch_and_add(&inodes_pooled, 1);
 		bpf_map_update_elem(&inode_slots, &sk, &key, BPF_ANY);
 	}
+}
+
+/* What giving back n of a tenant's held records gives back to the pool:
+ * its part above the floor before, less its part after. */
+static __always_inline __u64 pooled_part(__u64 held, __u64 n)
+{
+	__u64 after = held > n ? held - n : 0;
+	__u64 above = held > inodes_floor ? held - inodes_floor : 0;
+
+	return above - (after > inodes_floor ? after - inodes_floor : 0);
 }
 
 /* A released cgroup's inode count goes, and its tenant gets its share back
@@ -385,8 +419,13 @@ static __always_inline void release_inodes(__u64 cgid)
 	if (!c)
 		return;
 	held = bpf_map_lookup_elem(&tenant_inodes, &c->tenant);
-	if (held)
-		__sync_fetch_and_add(held, -(__s64)(*held < c->count ? *held : c->count));
+	if (held) {
+		__u64 n = *held < c->count ? *held : c->count, back = inodes_pool ? pooled_part(*held, n) : 0;
+
+		if (back && inodes_pooled >= back)
+			__sync_fetch_and_add(&inodes_pooled, -(__s64)back);
+		__sync_fetch_and_add(held, -(__s64)n);
+	}
 	bpf_map_delete_elem(&cgroup_inodes, &cgid);
 }
 

@@ -120,6 +120,8 @@ enum wbg_total {
 	WBG_T_INODES_TENANT_FULL,     /* inode records refused: the tenant's share was full */
 	WBG_T_INODES_CGROUPS_FULL,    /* ... the per-cgroup count table was full */
 	WBG_T_SPECIAL_INODES,         /* dirtied inodes that were no regular files: not recorded */
+	WBG_T_INODES_POOL_FULL,       /* inode records refused: above the tenant's floor, the pool taken */
+	WBG_T_INODES_UNTRACKED,       /* ... the cgroup untracked (no tenant entry): no count entry made */
 	_WBG_TOTAL_MAX,
 };
 

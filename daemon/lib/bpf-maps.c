@@ -265,8 +265,15 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id)
 	 * bound, not a ledger. */
 	if (bpf_map_lookup_elem(ci_fd, &cgroup_id, &ci) == 0 && bpf_map_delete_elem(ci_fd, &cgroup_id) == 0 &&
 	    bpf_map_lookup_elem(t_fd, &ci.tenant, &held) == 0) {
-		held = held > ci.count ? held - ci.count : 0;
-		(void)bpf_map_update_elem(t_fd, &ci.tenant, &held, BPF_EXIST);
+		__u64 floor = b->skel->rodata->inodes_floor, after = held > ci.count ? held - ci.count : 0;
+		__u64 back = (held > floor ? held - floor : 0) - (after > floor ? after - floor : 0);
+
+		/* the pool gets back the part above the tenant's floor */
+		if (b->skel->rodata->inodes_pool && back)
+			__atomic_fetch_sub(&b->skel->bss->inodes_pooled,
+					   back < b->skel->bss->inodes_pooled ? back : b->skel->bss->inodes_pooled,
+					   __ATOMIC_RELAXED);
+		(void)bpf_map_update_elem(t_fd, &ci.tenant, &after, BPF_EXIST);
 	}
 	return 0;
 }

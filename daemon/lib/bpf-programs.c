@@ -17,6 +17,7 @@
 #include "cgroup-util.h"
 #include "log.h"
 #include "macro.h"
+#include "share.h"
 #include "wbguard.skel.h"
 
 #include "bpf-internal.h"
@@ -222,6 +223,22 @@ static int try_open(unsigned groups, const struct wbg_bpf_limits *lim, struct wb
 		b->skel->rodata->max_inodes_per_cgroup = lim->max_inodes_per_cgroup;
 	if (lim->max_inodes_per_tenant)
 		b->skel->rodata->max_inodes_per_tenant = lim->max_inodes_per_tenant == UINT_MAX ? 0 : lim->max_inodes_per_tenant;
+	{
+		/* the records' fair shares, as every other table's */
+		struct wbg_share s = { 0 };
+		unsigned n = lim->inode_records ? lim->inode_records : WBG_INODES_MAX;
+
+		share_set(&s, n, b->skel->rodata->max_inodes_per_tenant);
+		b->skel->rodata->inodes_floor = s.floor;
+		b->skel->rodata->inodes_pool = s.pool;
+	}
+	if (lim->inode_records) {
+		r = bpf_map__set_max_entries(b->skel->maps.dirtied_inodes, lim->inode_records);
+		if (r >= 0)
+			r = bpf_map__set_max_entries(b->skel->maps.inode_slots, lim->inode_records);
+		if (r < 0)
+			return r;
+	}
 	if (lim->dirtied_cgroups) {
 		r = bpf_map__set_max_entries(b->skel->maps.cgroup_devs, lim->dirtied_cgroups);
 		if (r < 0)

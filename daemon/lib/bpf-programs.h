@@ -30,6 +30,7 @@ struct wbg_bpf_limits {
 	unsigned max_inodes_per_cgroup; /* inode records per cgroup */
 	unsigned max_inodes_per_tenant; /* ... per tenant (UINT_MAX: no share) */
 	unsigned dirtied_cgroups;       /* dirtied-device sets (WBG_DIRTIED_CGROUPS_MAX) */
+	unsigned inode_records;         /* (cgroup, inode) records (WBG_INODES_MAX) */
 };
 int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wbg_bpf **ret);
 /* The groups that did load (a subset of those asked for). */

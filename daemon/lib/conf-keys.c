@@ -108,6 +108,9 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "Load the BPF programs; without them every block-backed filesystem is flushed." },
 	{ .section = "bpf", .key = "dirtied_cgroups", .type = WBG_CONF_UINT, .offset = F(bpf_dirtied_cgroups), .min = 64, .max = 1048576,
 	  .flags = WBG_CONF_RESTART, .doc = "Cgroups' dirtied-device sets the BPF LRU holds." },
+	{ .section = "bpf", .key = "inode_records", .type = WBG_CONF_UINT, .offset = F(bpf_inode_records), .min = 256, .max = 1048576,
+	  .flags = WBG_CONF_RESTART,
+	  .doc = "(cgroup, inode) records BPF holds on the node, shared fairly among tenants (floors and a pool)." },
 	{ .section = "metrics", .key = "allow_users", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
 	  .size = S(metrics_allow_users), .flags = WBG_CONF_RESTART,
 	  .doc = "Who may read /metrics, by the owner of the peer's socket (names that do not exist are skipped; "

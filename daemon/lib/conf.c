@@ -31,6 +31,7 @@ void config_init(struct wbg_config *c)
 		.max_cgroups = 32768,
 		.max_cgroups_per_tenant = 2048,
 		.bpf_dirtied_cgroups = WBG_DIRTIED_CGROUPS_MAX,
+		.bpf_inode_records = WBG_INODES_MAX,
 		.departed_retention_usec = 120ULL * 1000 * 1000,
 		.metrics_per_cgroup = true,
 		.watch_config = true,

@@ -89,6 +89,7 @@ struct wbg_config {
 	bool metrics_per_cgroup; /* [metrics] per_cgroup: per-cgroup series exported at all */
 	bool watch_config;       /* [daemon] watch_config: reload when the configuration's files change */
 	unsigned bpf_dirtied_cgroups; /* bound of the per-cgroup dirtied-device sets */
+	unsigned bpf_inode_records;   /* bound of the (cgroup, inode) records */
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
 	char metrics_allow_users[256]; /* who may GET /metrics; "" = everyone */

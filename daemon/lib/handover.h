@@ -80,6 +80,7 @@ struct wbg_handover {
 	bool exit_recipe;            /* its first flush was the exit recipe's: its removal is watched */
 	/* on-evidence: its place in the watch table (lifecycle.h) */
 	bool watch;                  /* in the table now */
+	bool watch_pooled;           /* its slot came from the pool of shares (share.h) */
 	bool was_watched;            /* ever: its record says how the watch went */
 	bool evidence_pending;       /* evidence came during a flush or within reflush_sec of one */
 	bool quiet;                  /* no wb_stats: no stall for HS_QUIET_USEC after a flush */

@@ -31,6 +31,8 @@ void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec);
 /* Drains, max ages and evidence due: the events they are. */
 void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now);
+/* Re-arms the capped stalls whose time has come (lifecycle-stall.c). */
+void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now);
 /* After the verify batch's wb_stats read (known: it could say; dirty:
  * whether a dying wb of h is): the event that follows. */
 enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, bool dirty,

@@ -54,10 +54,15 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
 		     (double)hs->n_watched);
 	metric_counter(f, "wbguard_dying_watch_full_total",
-		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.", ds->refused_full);
+		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.",
+		       hs->watch_share.refused[WBG_SHARE_FULL]);
 	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
 		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
-		       ds->refused_tenant);
+		       hs->watch_share.refused[WBG_SHARE_TENANT]);
+	metric_counter(f, "wbguard_dying_watch_pool_full_total",
+		       "Removals flushed eagerly because their tenant was above its floor of the watch table and "
+		       "the pool above floors was taken.",
+		       hs->watch_share.refused[WBG_SHARE_POOL]);
 	metric_counter(f, "wbguard_dying_evidence_total",
 		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
 		       ds->evidence);
@@ -79,11 +84,13 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 		       st->evidence_inodes_added);
 	metric_family(f, "wbguard_stall_reports_total", "counter",
 		      "Failed foreign flushes to dying cgroups nothing watched, as BPF reported them (once per "
-		      "cgroup): a handover started, one covered it already, the device's rate was used up, or "
-		      "mitigation was off.");
+		      "cgroup): a handover started, one covered it already, the device's rate was used up, its "
+		      "tenant's share of that was, its path was outside [daemon] roots, or mitigation was off.");
 	fprintf(f, "wbguard_stall_reports_total{result=\"started\"} %" PRIu64 "\n", st->stall_started);
 	fprintf(f, "wbguard_stall_reports_total{result=\"covered\"} %" PRIu64 "\n", st->stall_covered);
 	fprintf(f, "wbguard_stall_reports_total{result=\"capped\"} %" PRIu64 "\n", st->stall_capped);
+	fprintf(f, "wbguard_stall_reports_total{result=\"tenant_capped\"} %" PRIu64 "\n", st->stall_tenant_capped);
+	fprintf(f, "wbguard_stall_reports_total{result=\"out_of_scope\"} %" PRIu64 "\n", st->stall_out_of_scope);
 	fprintf(f, "wbguard_stall_reports_total{result=\"off\"} %" PRIu64 "\n", st->stall_off);
 	metric_counter(f, "wbguard_handover_invalid_steps_total",
 		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);

@@ -9,44 +9,90 @@
 #include <search.h>
 #include <sys/sysmacros.h>
 
+#include "cgroup-identity.h"
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
 
-/* Per device, at most STALL_BURST at once and STALL_PER_SEC a second. */
+/* Per device, at most STALL_BURST at once and STALL_PER_SEC a second; of
+ * which one tenant (where the path names it) at most a quarter, so that
+ * one tenant's stalled cgroups leave the others' theirs. */
 #define STALL_BURST 16
 #define STALL_PER_SEC 16
+#define STALL_TENANT_BURST 4
+#define STALL_TENANT_PER_SEC 4
+/* A capped stall is reported again this much later. */
+#define STALL_RETRY_USEC (1000 * 1000)
 
-/* The device's bucket; a device not seen lately takes the least recently
- * used one's place. */
-static bool stall_rate_take(struct wbg_lifecycle *hs, dev_t dev, uint64_t now)
+/* The (device, tenant)'s bucket; one not seen lately takes the least
+ * recently refilled one's place. */
+static bool stall_rate_take(struct wbg_stall_bucket *b, size_t n, dev_t dev, uint64_t tenant, unsigned per_sec,
+			    unsigned burst, uint64_t now)
 {
 	size_t i, lru = 0;
 
-	for (i = 0; i < ELEMENTSOF(hs->stall_rate); i++) {
-		if (hs->stall_rate[i].dev == dev && hs->stall_rate[i].rate.used)
+	for (i = 0; i < n; i++) {
+		if (b[i].dev == dev && b[i].tenant == tenant && b[i].rate.used)
 			break;
-		if (hs->stall_rate[i].rate.refilled < hs->stall_rate[lru].rate.refilled)
+		if (b[i].rate.refilled < b[lru].rate.refilled)
 			lru = i;
 	}
-	if (i == ELEMENTSOF(hs->stall_rate)) {
+	if (i == n) {
 		i = lru;
-		hs->stall_rate[i].dev = dev;
-		hs->stall_rate[i].rate = (struct wbg_rate){ 0 };
+		b[i] = (struct wbg_stall_bucket){ .dev = dev, .tenant = tenant };
 	}
-	return rate_take(&hs->stall_rate[i].rate, STALL_PER_SEC, STALL_BURST, now);
+	return rate_take(&b[i].rate, per_sec, burst, now);
 }
 
-int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev)
+/* A capped stall: BPF keeps it reported until its time comes. */
+static void stall_retry_later(struct wbg_lifecycle *hs, uint64_t cgroup_id, uint64_t now)
+{
+	size_t n = ELEMENTSOF(hs->stall_retry);
+
+	if (hs->n_stall_retry == n) {
+		hs->stats.stall_retry_full++;
+		hs->ops->kernel->disarm(hs->userdata, cgroup_id);
+		return;
+	}
+	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry++) % n].cgroup_id = cgroup_id;
+	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry - 1) % n].due = now + STALL_RETRY_USEC;
+	hs_watch_at(hs, now + STALL_RETRY_USEC);
+}
+
+void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now)
+{
+	size_t n = ELEMENTSOF(hs->stall_retry);
+
+	/* a FIFO of one delay: the due times only grow */
+	while (hs->n_stall_retry && hs->stall_retry[hs->stall_retry_head].due <= now) {
+		uint64_t id = hs->stall_retry[hs->stall_retry_head].cgroup_id;
+
+		/* one that got a handover since: that one disarms it at its end */
+		if (!lifecycle_cgroup_active(hs, id))
+			hs->ops->kernel->disarm(hs->userdata, id);
+		hs->stall_retry_head = (hs->stall_retry_head + 1) % n;
+		hs->n_stall_retry--;
+	}
+	if (hs->n_stall_retry)
+		hs_watch_at(hs, hs->stall_retry[hs->stall_retry_head].due);
+}
+
+int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope)
 {
 	struct wbg_plan plan = { 0 };
 	struct wbg_handover *h;
-	uint64_t now = hs_now(hs), id;
+	uint64_t now = hs_now(hs), id, tenant = 0;
+	const char *why = NULL;
 	int r;
 
 	if (!hs->mitigating || !hs->params.flush) {
 		hs->stats.stall_off++;
+		return 0;
+	}
+	if (!in_scope) {
+		/* not ours to flush; BPF keeps it reported */
+		hs->stats.stall_out_of_scope++;
 		return 0;
 	}
 	if (lifecycle_cgroup_active(hs, cgroup_id)) {
@@ -55,14 +101,31 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 		hs->stats.stall_covered++;
 		return 0;
 	}
-	if (!stall_rate_take(hs, bdi_dev, now)) {
-		uint64_t k = ++hs->stats.stall_capped;
+	if (path && *path) {
+		struct wbg_identity ident;
+
+		cgroup_identity_parse(path, &ident);
+		tenant = handover_tenant(path, &ident);
+	}
+	/* a path unknown (removed while wbguardd was down) names no tenant:
+	 * the device's budget alone */
+	if (tenant && !stall_rate_take(hs->stall_tenant_rate, ELEMENTSOF(hs->stall_tenant_rate), bdi_dev, tenant,
+				       STALL_TENANT_PER_SEC, STALL_TENANT_BURST, now)) {
+		hs->stats.stall_tenant_capped++;
+		why = "its tenant's share of stall handovers on that device";
+	} else if (!stall_rate_take(hs->stall_rate, ELEMENTSOF(hs->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
+				    now)) {
+		hs->stats.stall_capped++;
+		why = "too many stall handovers on that device";
+	}
+	if (why) {
+		uint64_t k = hs->stats.stall_capped + hs->stats.stall_tenant_capped;
 
 		if (!(k & (k - 1))) /* logged at 1, 2, 4...: a flood writes a few lines */
-			log_warning("Stall of dying cgroup %" PRIu64 " on %u:%u: too many stall handovers on that device "
-				    "(%" PRIu64 " refused so far); reported again at its next failed flush",
-				    cgroup_id, major(bdi_dev), minor(bdi_dev), hs->stats.stall_capped);
-		hs->ops->kernel->disarm(hs->userdata, cgroup_id);
+			log_warning("Stall of dying cgroup %" PRIu64 " on %u:%u: %s (%" PRIu64
+				    " refused so far); reported again in a second",
+				    cgroup_id, major(bdi_dev), minor(bdi_dev), why, k);
+		stall_retry_later(hs, cgroup_id, now);
 		return -EBUSY;
 	}
 	h = hs_start(hs, cgroup_id, path && *path ? path : "", WBG_TRIGGER_STALL);
@@ -95,12 +158,11 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 	hs_step(hs, h, WBG_EVENT_DIRTY_WATCH, &plan);
 	plan_free(&plan);
 	hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
+	/* its first evidence is the stall itself, flushed as the evidence
+	 * cap allows (or by the tick, when it refills) */
 	h = hs_find(hs, id);
-	if (h && h->phase == WBG_PHASE_WATCHED) {
-		h->evidence++;
-		h->t_evidence = now;
-		hs_step(hs, h, WBG_EVENT_EVIDENCE, NULL);
-	}
+	if (h && h->phase == WBG_PHASE_WATCHED)
+		(void)lifecycle_evidence(hs, cgroup_id, NULL, &(const char *){ NULL });
 	hs_reschedule(hs);
 	return 1;
 }

@@ -52,44 +52,48 @@ void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec)
 int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	uint64_t now = hs_now(hs);
+	enum wbg_share_refusal refusal;
 	size_t of_tenant = 0;
+	bool pooled;
 	int r;
 
-	if (hs->n_watched >= hs->params.watch.max) {
-		/* logged at 1, 2, 4, 8...: a flood of removals writes a few lines */
-		uint64_t k = ++hs->watch_stats.refused_full;
-
-		if (!(k & (k - 1)))
-			log_warning("%zu dying cgroups watched ([flush] watch_max): %s is %s instead "
-				    "(%" PRIu64 " so far)",
-				    hs->n_watched, h->path, h->exit_recipe ? "only cleaned up" : "flushed now",
-				    hs->watch_stats.refused_full);
-		return -ENOSPC;
-	}
+	share_set(&hs->watch_share, hs->params.watch.max, hs->params.watch.max_per_tenant);
 	for (size_t i = 0; i < hs->n_watched; i++)
 		of_tenant += hs->watched[i]->tenant == h->tenant;
-	if (of_tenant >= hs->params.watch.max_per_tenant) {
-		/* one tenant's churn does not take everyone's slots */
-		uint64_t k = ++hs->watch_stats.refused_tenant;
+	/* (watch_max is at least 1; 0, a table of none, is a test's) */
+	refusal = hs->params.watch.max ? share_take(&hs->watch_share, true, of_tenant, &pooled) : WBG_SHARE_FULL;
+	if (!hs->params.watch.max)
+		hs->watch_share.refused[WBG_SHARE_FULL]++;
+	if (refusal != WBG_SHARE_TAKEN) {
+		/* one tenant's churn, or a few tenants', does not take
+		 * everyone's slots; logged at 1, 2, 4, 8...: a flood of
+		 * removals writes a few lines */
+		uint64_t k = hs->watch_share.refused[refusal];
 
 		if (!(k & (k - 1)))
-			log_warning("%zu dying cgroups of %s's tenant watched ([flush] watch_max_per_tenant): %s "
-				    "instead (%" PRIu64 " so far)",
-				    of_tenant, h->path, h->exit_recipe ? "only cleaned up" : "flushed now",
-				    hs->watch_stats.refused_tenant);
+			log_warning("%zu dying cgroups watched, %zu of %s's tenant (%s): %s instead (%" PRIu64
+				    " so far)",
+				    hs->n_watched, of_tenant, h->path,
+				    refusal == WBG_SHARE_FULL     ? "[flush] watch_max"
+				    : refusal == WBG_SHARE_TENANT ? "[flush] watch_max_per_tenant"
+								  : "its floor, and the pool of shares above floors",
+				    h->exit_recipe ? "only cleaned up" : "flushed now", k);
 		return -ENOSPC;
 	}
 	if (hs->n_watched == hs->watch_cap) {
 		size_t cap = hs->watch_cap ? hs->watch_cap * 2 : 16;
 		struct wbg_handover **v = realloc(hs->watched, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
-		if (!v)
+		if (!v) {
+			share_give(&hs->watch_share, pooled);
 			return log_oom();
+		}
 		hs->watched = v;
 		hs->watch_cap = cap;
 	}
 	hs->watched[hs->n_watched++] = h;
 	h->watch = h->was_watched = true;
+	h->watch_pooled = pooled;
 	h->t_watch_added = h->t_watch = now;
 	hs->watch_stats.added++;
 	/* Without the arming, no evidence comes: the drain and max_age still
@@ -123,6 +127,7 @@ void hs_watch_remove(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_
 		return;
 	hs->watched[i] = hs->watched[--hs->n_watched];
 	h->watch = false;
+	share_give(&hs->watch_share, h->watch_pooled);
 	hs->watch_stats.ended[watch_end(h, event)]++;
 	hs->ops->kernel->disarm(hs->userdata, h->cgroup_id);
 	hs->ops->kernel->forget(hs->userdata, h->cgroup_id);
@@ -236,6 +241,7 @@ void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
 	bool known;
 
 	hs->watch_due = 0;
+	hs_stall_retry(hs, now);
 	if (hs->n_watched == 0)
 		return;
 	known = hs->ops->kernel->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;

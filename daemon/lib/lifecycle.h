@@ -34,7 +34,9 @@
 #include "metrics.h"
 #include "pending.h"
 #include "rate-limit.h"
+#include "share.h"
 #include "registry.h"
+#include "share.h"
 
 #define WBG_RECENT_MAX 256 /* finished handovers kept for the API */
 #define WBG_FLUSH_WAITERS_MAX 256
@@ -145,7 +147,7 @@ enum wbg_watch_end {
 };
 
 struct wbg_watch_stats {
-	uint64_t added, refused_full, refused_tenant, evidence, evidence_ignored, flushes, flush_failures, expired,
+	uint64_t added, evidence, evidence_ignored, flushes, flush_failures, expired,
 		ended[_WBG_WATCH_END_MAX];
 	uint64_t evidence_capped; /* evidence flushes put off by the node-wide cap */
 };
@@ -156,6 +158,8 @@ struct wbg_lifecycle_stats {
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
 	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
 	uint64_t stall_started, stall_covered, stall_capped, stall_off; /* lifecycle_stall() */
+	uint64_t stall_tenant_capped, stall_out_of_scope; /* ... its tenant's budget; outside [daemon] roots */
+	uint64_t stall_retry_full; /* capped stalls the retry FIFO had no room for: re-armed at once */
 	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
 	/* the exit recipe's flushes, and their targets by how: its own inodes,
 	 * or syncfs for want of a complete inode set */
@@ -193,11 +197,22 @@ struct wbg_lifecycle {
 	size_t n_watched, watch_cap;
 	uint64_t watch_due;
 	struct wbg_watch_stats watch_stats;
-	/* stall handovers per device: a token bucket each (lifecycle-stall.c) */
-	struct {
+	/* the table's shares: watch.max, watch.max_per_tenant (share.h);
+	 * its refusals by reason */
+	struct wbg_share watch_share;
+	/* stall handovers per device, and per tenant on a device: a token
+	 * bucket each (lifecycle-stall.c) */
+	struct wbg_stall_bucket {
 		dev_t dev;
+		uint64_t tenant;
 		struct wbg_rate rate;
-	} stall_rate[16];
+	} stall_rate[16], stall_tenant_rate[64];
+	/* capped stalls, reported again once their time comes (a FIFO):
+	 * not at each of their next failed flushes */
+	struct {
+		uint64_t cgroup_id, due;
+	} stall_retry[256];
+	size_t stall_retry_head, n_stall_retry;
 	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec) */
 	struct wbg_rate evidence_rate;
 	struct wbg_waiter *waiters;
@@ -256,11 +271,14 @@ int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struc
  * down at its removal, forgot it, or refused it. A handover (trigger
  * stall) starts: watched like any removal on-evidence, and flushed at once
  * (its own inodes where BPF still has them, else the filesystem on that
- * device, budgeted like any syncfs). path: its cgroup's, where known.
- * Returns 1 when one started; 0 when one covers it already or mitigation
- * is off (counted); -EBUSY: that device's rate of them is used up
- * (counted; the next failed flush reports it again). */
-int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev);
+ * device, budgeted like any syncfs), as the evidence cap allows. path: its
+ * cgroup's, where known; in_scope: false when that path is outside
+ * [daemon] roots (counted, and BPF keeps it reported: nothing more).
+ * Returns 1 when one started; 0 when one covers it already, it is out of
+ * scope or mitigation is off (counted); -EBUSY: that device's rate of
+ * them, or its tenant's share of that, is used up (counted; reported again
+ * a second later, not at each failed flush). */
+int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope);
 /* The kernel released the cgroup: its wbs are gone with it. */
 void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id);
 /* Whether its dying wb is watched (what it dirtied is needed then). */

@@ -24,6 +24,7 @@ struct wbg_cgroup {
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */
 	unsigned tenant_members; /* as a tenant's root: its tracked descendants */
+	bool pooled;             /* its tracking drew on the pool of shares (share.h) */
 	unsigned n_children;     /* tracked cgroups directly below it */
 	struct wbg_cgroup *unit_next; /* other tracked cgroups named after the same unit */
 	/* Without BPF: the filesystems its processes' mount namespace showed

@@ -153,27 +153,30 @@ uint64_t watch_tenant_id(const struct wbg_watch *w, const struct wbg_cgroup *c)
 	return cgroup_tenant_len(c->path) == strlen(c->path) ? c->id : 0;
 }
 
-/* Whether one more cgroup may be tracked: the node's cap and its tenant's
- * share. O(its path): one lookup of the tenant's root. */
-static bool within_caps(struct wbg_watch *w, const char *path, struct wbg_cgroup **ret_root)
+/* Whether one more cgroup may be tracked: the node's table and its
+ * tenant's share of it. O(its path): one lookup of the tenant's root. */
+static bool within_caps(struct wbg_watch *w, const char *path, struct wbg_cgroup **ret_root, bool *ret_pooled)
 {
+	static const char *const why[_WBG_SHARE_REFUSAL_MAX] = {
+		[WBG_SHARE_FULL] = "[daemon] max_cgroups",
+		[WBG_SHARE_TENANT] = "[daemon] max_cgroups_per_tenant",
+		[WBG_SHARE_POOL] = "its tenant's floor, and the pool of shares above floors",
+	};
 	struct wbg_cgroup *root = tenant_root(w, path);
-	const char *why = NULL;
+	enum wbg_share_refusal r = share_take(&w->share, root, root ? root->tenant_members : 0, ret_pooled);
 
 	*ret_root = root;
-	if (w->max_cgroups && w->reg->n >= w->max_cgroups) {
-		w->refused_max++;
-		why = "[daemon] max_cgroups";
-	} else if (w->max_per_tenant && root && root->tenant_members >= w->max_per_tenant) {
-		w->refused_tenant++;
-		why = "[daemon] max_cgroups_per_tenant";
-	}
-	if (why && !w->caps_logged) {
+	if (r != WBG_SHARE_TAKEN && !w->caps_logged) {
 		log_warning("Not tracking %.128s: %s reached (removals there are found by the stall they cause)", path,
-			    why);
+			    why[r]);
 		w->caps_logged = true;
 	}
-	return !why;
+	return r == WBG_SHARE_TAKEN;
+}
+
+void watch_set_caps(struct wbg_watch *w, unsigned max_cgroups, unsigned max_per_tenant)
+{
+	share_set(&w->share, max_cgroups, max_per_tenant);
 }
 
 static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
@@ -182,6 +185,7 @@ static void removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan)
 
 	if (root && root->tenant_members > 0)
 		root->tenant_members--;
+	share_give(&w->share, c->pooled);
 	c->removed = true;
 	/* The kernel already dropped the watches of a removed directory. */
 	if (c->wd_dir >= 0 && by_rescan)
@@ -246,14 +250,18 @@ static int track_one(struct wbg_watch *w, const char *path, const struct stat *s
 	}
 	if (!c) {
 		struct wbg_cgroup *root;
+		bool pooled;
 
-		if (!within_caps(w, path, &root))
+		if (!within_caps(w, path, &root, &pooled))
 			return 0;
 		r = registry_add(w->reg, st->st_ino, path, &c);
+		if (r < 0)
+			share_give(&w->share, pooled);
 		if (r == -EEXIST)
 			return 0;
 		if (r < 0)
 			return r;
+		c->pooled = pooled;
 		if (root)
 			root->tenant_members++;
 		c->in_scope = !ancestor_only;
@@ -506,8 +514,10 @@ void watch_metrics(FILE *f, const struct wbg_watch *w)
 		       "Cgroups not tracked because they are deeper than [daemon] max_depth.", w->paths_too_deep);
 	metric_family(f, "wbguard_cgroups_refused_total", "counter",
 		      "Cgroups not tracked because a cap was reached (counted per attempt: a rescan tries again).");
-	fprintf(f, "wbguard_cgroups_refused_total{reason=\"max_cgroups\"} %" PRIu64 "\n", w->refused_max);
-	fprintf(f, "wbguard_cgroups_refused_total{reason=\"max_cgroups_per_tenant\"} %" PRIu64 "\n", w->refused_tenant);
+	share_metrics(f, &w->share, "wbguard_cgroups_refused_total",
+		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "max_cgroups",
+								   [WBG_SHARE_TENANT] = "max_cgroups_per_tenant",
+								   [WBG_SHARE_POOL] = "tenant_pool" });
 	metric_counter(f, "wbguard_rescans_total", "Walks of the cgroup tree after start-up.",
 		       w->rescans > 0 ? w->rescans - 1 : 0);
 	metric_counter(f, "wbguard_rescan_removals_total", "Removals found by a rescan rather than by an event.",

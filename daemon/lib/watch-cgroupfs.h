@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "registry.h"
+#include "share.h"
 
 struct wbg_watch;
 
@@ -39,13 +40,13 @@ struct wbg_watch {
 	uint64_t paths_too_long; /* cgroups not tracked: path over PATH_MAX */
 	uint64_t paths_too_deep; /* ... deeper than max_depth */
 	bool too_long_logged;    /* said once per walk */
-	/* Caps on what tenants can make it track ([daemon] max_cgroups,
-	 * max_cgroups_per_tenant; 0: none): each tracked cgroup costs two
-	 * inotify marks and about 1 KiB. A tenant is cgroup_tenant_len()'s
-	 * subtree; what is refused is counted per attempt (a rescan tries
-	 * again) and said once per walk. */
-	unsigned max_cgroups, max_per_tenant;
-	uint64_t refused_max, refused_tenant;
+	/* Shares of what tenants can make it track ([daemon] max_cgroups,
+	 * max_cgroups_per_tenant; 0: none; share.h): each tracked cgroup
+	 * costs two inotify marks and about 1 KiB. A tenant is
+	 * cgroup_tenant_len()'s subtree; what is refused is counted per
+	 * attempt (a rescan tries again) and said once per walk. Set by
+	 * watch_set_caps(). */
+	struct wbg_share share;
 	bool caps_logged;
 	bool rescan_needed;   /* events were lost: rescan now */
 	bool watch_limit_hit; /* some watches could not be added: retry later */
@@ -54,6 +55,8 @@ struct wbg_watch {
 int watch_init(struct wbg_watch *w, const char *root, char *const *roots, unsigned n_roots, struct wbg_registry *reg,
 	       const struct wbg_watch_ops *ops, void *userdata);
 void watch_done(struct wbg_watch *w);
+/* Before the first rescan. */
+void watch_set_caps(struct wbg_watch *w, unsigned max_cgroups, unsigned max_per_tenant);
 /* Walks the tree under the root, max_depth levels deep, and
  * tracks every cgroup in scope, reporting those that vanished since. */
 int watch_rescan(struct wbg_watch *w);

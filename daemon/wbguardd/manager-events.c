@@ -100,7 +100,8 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
 		if (sscanf(name, "%u:%u", &maj, &min) != 2)
 			log_debug("Stall of cgroup %" PRIu64 " on bdi '%s', which names no block device",
 				  (uint64_t)e->cgroup_id, name);
-		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "", makedev(maj, min));
+		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "", makedev(maj, min),
+				      !p || !*p || (watch_in_scope(&m->watch, p, &ancestor_only) && !ancestor_only));
 		return 0;
 	}
 	default:

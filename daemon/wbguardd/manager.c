@@ -385,6 +385,7 @@ static int start_lifecycle(struct manager *m)
 			.max_inodes_per_cgroup = m->cfg.max_inodes,
 			.max_inodes_per_tenant = m->cfg.max_inodes_per_tenant ? m->cfg.max_inodes_per_tenant : UINT_MAX,
 			.dirtied_cgroups = m->cfg.bpf_dirtied_cgroups,
+			.inode_records = m->cfg.bpf_inode_records,
 		};
 
 		r = wbg_bpf_open(WBG_BPF_ALL, &lim, &m->bpf);
@@ -458,8 +459,7 @@ static int start_watch(struct manager *m)
 	if (r < 0)
 		return r;
 	m->watch.max_depth = m->cfg.max_depth;
-	m->watch.max_cgroups = m->cfg.max_cgroups;
-	m->watch.max_per_tenant = m->cfg.max_cgroups_per_tenant;
+	watch_set_caps(&m->watch, m->cfg.max_cgroups, m->cfg.max_cgroups_per_tenant);
 	if (m->scratch.path) {
 		m->watch.exclude = strdup(m->scratch.path);
 		if (!m->watch.exclude)

@@ -257,11 +257,16 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 	if (attached(m, "dirty_inode")) {
 		metric_family(f, "wbguard_bpf_inode_records_refused_total", "counter",
 			      "Cgroups whose inode records were cut short, by reason: their tenant's share "
-			      "([flush] max_inodes_per_tenant) was full, the per-cgroup count table was full, or the "
-			      "cgroup-to-tenant map was (it then counted with the untracked cgroups). Their sets are "
-			      "incomplete: their handovers flush whole filesystems.");
+			      "([flush] max_inodes_per_tenant) was full, the tenant was above its floor and the pool "
+			      "above floors was taken, the per-cgroup count table was full, the cgroup-to-tenant map "
+			      "was, or the cgroup was not tracked (untracked: per dirtying). Their sets are incomplete: "
+			      "their handovers flush whole filesystems.");
 		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_share\"} %" PRIu64 "\n",
 			t[WBG_T_INODES_TENANT_FULL]);
+		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_pool\"} %" PRIu64 "\n",
+			t[WBG_T_INODES_POOL_FULL]);
+		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"untracked\"} %" PRIu64 "\n",
+			t[WBG_T_INODES_UNTRACKED]);
 		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"cgroups_full\"} %" PRIu64 "\n",
 			t[WBG_T_INODES_CGROUPS_FULL]);
 		fprintf(f, "wbguard_bpf_inode_records_refused_total{reason=\"tenant_map_full\"} %" PRIu64 "\n",

@@ -141,7 +141,7 @@ static void test_bounds(void)
 	setup_exit();
 	hs.params.watch.max = 0;
 	h = exited(830, "k/full");
-	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&hs, 830) && hs.watch_stats.refused_full == 1 &&
+	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&hs, 830) && hs.watch_share.refused[WBG_SHARE_FULL] == 1 &&
 		      x.n_sub == 1,
 	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
 	advance(x.now + 2 * S);

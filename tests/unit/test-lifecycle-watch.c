@@ -240,7 +240,7 @@ static void test_bounds(void)
 	(void)watched(1, "k/one");
 	(void)watched(2, "k/two");
 	(void)watched(3, "k/three");
-	CHECK(hs.n_watched == 2 && hs.watch_stats.refused_full == 1 && x.n_sub == 1 &&
+	CHECK(hs.n_watched == 2 && hs.watch_share.refused[WBG_SHARE_FULL] == 1 && x.n_sub == 1 &&
 		      x.sub[0].mode == FLUSH_MODE_HANDOVER,
 	      "a removal past watch_max: refused, counted, flushed at once as eager");
 	lifecycle_released(&hs, 2);
@@ -257,9 +257,28 @@ static void test_bounds(void)
 	(void)watched(12, "system.slice/tenant.service/b/c");
 	(void)watched(13, "system.slice/tenant.service/d");
 	(void)watched(14, "system.slice/other.service");
-	CHECK(hs.n_watched == 3 && hs.watch_stats.refused_tenant == 1 && hs.watch_stats.refused_full == 0 &&
+	CHECK(hs.n_watched == 3 && hs.watch_share.refused[WBG_SHARE_TENANT] == 1 && hs.watch_share.refused[WBG_SHARE_FULL] == 0 &&
 		      x.n_sub == 1,
 	      "a tenant past watch_max_per_tenant: its third removal flushed at once, counted; another tenant still watched");
+	teardown();
+
+	/* a few tenants together cannot take every slot either: 16 slots are
+	 * floors of 1 for 8 tenants and a pool of 8 */
+	setup(true);
+	for (int i = 0; i < 12; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "system.slice/a.service/c%d", i);
+		(void)watched(100 + i, p);
+	}
+	(void)watched(200, "system.slice/b.service");
+	CHECK(hs.n_watched == 10 && hs.watch_share.refused[WBG_SHARE_POOL] == 3 && lifecycle_watching(&hs, 200),
+	      "one tenant's 12 removals: 1 + 8 pooled watched, 3 refused for the pool; the next tenant's floor (%zu)",
+	      hs.n_watched);
+	lifecycle_released(&hs, 105);
+	(void)watched(201, "system.slice/b.service/more");
+	CHECK(lifecycle_watching(&hs, 201) && hs.watch_share.pooled == 8,
+	      "a's release gives its pooled slot back, which b's second removal takes");
 	teardown();
 	{
 		struct wbg_identity a, b, c, d;
@@ -405,17 +424,17 @@ static void test_stall(void)
 
 	setup(true);
 	hs.mitigating = false;
-	CHECK(lifecycle_stall(&hs, 90, "", makedev(253, 0)) == 0 && hs.n_active == 0 && hs.stats.stall_off == 1,
+	CHECK(lifecycle_stall(&hs, 90, "", makedev(253, 0), true) == 0 && hs.n_active == 0 && hs.stats.stall_off == 1,
 	      "a stall while not mitigating: nothing started, counted");
 	hs.mitigating = true;
 	x.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
-	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0)) == 1 && hs.n_active == 1 && hs.n_watched == 1,
+	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0), true) == 1 && hs.n_active == 1 && hs.n_watched == 1,
 	      "a stall nothing covered: a handover, watched like any removal on-evidence");
 	h = hs.watched[0];
 	CHECK(h->trigger == WBG_TRIGGER_STALL && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 &&
 		      x.sub[0].dev == makedev(253, 0) && h->evidence == 1,
 	      "flushed at once: the stalled device's filesystem (the stall is its evidence)");
-	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0)) == 0 && hs.stats.stall_covered == 1 && x.n_sub == 1,
+	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0), true) == 0 && hs.stats.stall_covered == 1 && x.n_sub == 1,
 	      "reported again while its handover runs: covered, counted, nothing more");
 	disarmed = x.disarmed;
 	job_done(h->id, 0);
@@ -432,7 +451,7 @@ static void test_stall(void)
 	x.plan_targets = 0;
 	x.recorded_targets = 0;
 	disarmed = x.disarmed;
-	CHECK(lifecycle_stall(&hs, 95, "", makedev(7, 7)) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
+	CHECK(lifecycle_stall(&hs, 95, "", makedev(7, 7), true) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
 		      x.disarmed == disarmed,
 	      "a stall with nothing to flush: recorded no-targets, and not reported again at every failed flush");
 	teardown();
@@ -440,7 +459,7 @@ static void test_stall(void)
 	/* a cgroup whose removal is watched: its own arming covers it */
 	setup(true);
 	(void)watched(91, "k/watched");
-	CHECK(lifecycle_stall(&hs, 91, "k/watched", makedev(253, 0)) == 0 && hs.stats.stall_covered == 1 &&
+	CHECK(lifecycle_stall(&hs, 91, "k/watched", makedev(253, 0), true) == 0 && hs.stats.stall_covered == 1 &&
 		      x.n_sub == 0,
 	      "a stall of a watched cgroup: covered, no second handover");
 	teardown();
@@ -449,16 +468,55 @@ static void test_stall(void)
 	setup(true);
 	x.plan_targets = 0;
 	for (uint64_t id = 100; id < 120; id++) {
-		int r = lifecycle_stall(&hs, id, "", makedev(253, 0));
+		int r = lifecycle_stall(&hs, id, "", makedev(253, 0), true);
 
 		started += r == 1;
 		capped += r == -EBUSY;
 	}
 	CHECK(started == 16 && capped == 4 && hs.stats.stall_capped == 4,
 	      "20 stalls on one device at once: 16 started, 4 refused and counted");
-	CHECK(lifecycle_stall(&hs, 200, "", makedev(8, 0)) == 1, "another device still has its own");
+	CHECK(lifecycle_stall(&hs, 200, "", makedev(8, 0), true) == 1, "another device still has its own");
 	x.now += S;
-	CHECK(lifecycle_stall(&hs, 120, "", makedev(253, 0)) == 1, "a second later the device has room again");
+	CHECK(lifecycle_stall(&hs, 120, "", makedev(253, 0), true) == 1, "a second later the device has room again");
+	teardown();
+
+	/* one tenant's share of a device's: 4 of its stalls at once, and the
+	 * others' still start; a capped one is reported again a second later,
+	 * not at each failed flush */
+	setup(true);
+	x.plan_targets = 0;
+	started = capped = 0;
+	disarmed = x.disarmed;
+	for (uint64_t id = 300; id < 310; id++) {
+		char p[64];
+		int r;
+
+		snprintf(p, sizeof(p), "system.slice/noisy.service/c%d", (int)id);
+		r = lifecycle_stall(&hs, id, p, makedev(253, 0), true);
+		started += r == 1;
+		capped += r == -EBUSY;
+	}
+	CHECK(started == 4 && capped == 6 && hs.stats.stall_tenant_capped == 6 && x.disarmed == disarmed,
+	      "10 stalls of one tenant: 4 started, 6 refused for its share, none re-armed yet (%d, %d)", started,
+	      capped);
+	CHECK(lifecycle_stall(&hs, 320, "system.slice/quiet.service", makedev(253, 0), true) == 1,
+	      "another tenant's stall on that device starts");
+	advance(x.now + S + S / 10);
+	CHECK(x.disarmed >= disarmed + 6, "a second later the 6 refused are re-armed (reported again at their next stall)");
+	CHECK(lifecycle_stall(&hs, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
+		      hs.stats.stall_out_of_scope == 1 && !lifecycle_cgroup_active(&hs, 400),
+	      "a stall outside [daemon] roots: nothing started, counted");
+	teardown();
+
+	/* the stall's flush is evidence like any: the node-wide cap applies */
+	setup(true);
+	x.plan_targets = 0;
+	hs.params.watch.evidence_per_sec = 2;
+	for (uint64_t id = 500; id < 504; id++)
+		(void)lifecycle_stall(&hs, id, "", makedev(253, 0), true);
+	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_capped == 2,
+	      "4 stalls at once with a cap of 2 a second: 2 flushed now, 2 put off and counted (%zu flushes)",
+	      (size_t)x.n_sub);
 	teardown();
 }
 

@@ -247,9 +247,9 @@ int main(void)
 		mkcg("system.slice/t.service", 0);
 		mkcg("system.slice/u.service", 0);
 		CHECK(watch_init(&w, root, NULL, 0, &reg, &ops, NULL) == 0, "init with caps");
-		w.max_per_tenant = 10;
+		watch_set_caps(&w, 0, 10);
 		CHECK(watch_rescan(&w) == 0, "rescan");
-		refused = w.refused_tenant; /* the chains above are tenants too */
+		refused = w.share.refused[WBG_SHARE_TENANT]; /* the chains above are tenants too */
 		for (int i = 0; i < 50; i++) {
 			snprintf(p, sizeof(p), "system.slice/t.service/c%d", i);
 			mkcg(p, 0);
@@ -258,9 +258,9 @@ int main(void)
 		{
 			struct wbg_cgroup *t = registry_find_path(&reg, "system.slice/t.service");
 
-			CHECK(t && t->tenant_members == 10 && w.refused_tenant - refused == 40,
+			CHECK(t && t->tenant_members == 10 && w.share.refused[WBG_SHARE_TENANT] - refused == 40,
 			      "a tenant's 50 cgroups: 10 tracked, 40 refused and counted (%u, %llu)", t ? t->tenant_members : 0,
-			      (unsigned long long)(w.refused_tenant - refused));
+			      (unsigned long long)(w.share.refused[WBG_SHARE_TENANT] - refused));
 		}
 		mkcg("system.slice/u.service/mine", 0);
 		pump(&w);
@@ -284,11 +284,56 @@ int main(void)
 		pump(&w);
 		CHECK(registry_find_path(&reg, "system.slice/t.service/again") != NULL,
 		      "a removal gives the tenant its slot back");
-		w.max_cgroups = reg.n;
+		watch_set_caps(&w, reg.n, 10);
 		mkcg("system.slice/u.service/more", 0);
 		pump(&w);
-		CHECK(!registry_find_path(&reg, "system.slice/u.service/more") && w.refused_max == 1,
+		CHECK(!registry_find_path(&reg, "system.slice/u.service/more") && w.share.refused[WBG_SHARE_FULL] == 1,
 		      "the node's cap: refused and counted");
+		watch_done(&w);
+		registry_free(&reg);
+		snprintf(p, sizeof(p), "rm -rf %s/system.slice", root);
+		if (system(p) != 0)
+			return 1;
+	}
+	{
+		/* Fair shares: 256 on the node (floors of 2 for 64 tenants, a
+		 * pool of 128), 100 per tenant. Two tenants making 100 each
+		 * empty the pool; a third still gets its floor. */
+		char p[128];
+		static const char *const tenants[] = { "a", "b", "c" };
+		static const int made[] = { 100, 100, 3 };
+		unsigned held[3];
+
+		mkcg("t.slice", 0);
+		for (int t = 0; t < 3; t++) {
+			snprintf(p, sizeof(p), "t.slice/%s.service", tenants[t]);
+			mkcg(p, 0);
+		}
+		char *scope[] = { (char *)"t.slice" }; /* not the trees above */
+
+		CHECK(watch_init(&w, root, scope, 1, &reg, &ops, NULL) == 0, "init with shares");
+		watch_set_caps(&w, 256, 100);
+		CHECK(watch_rescan(&w) == 0 && w.share.floor == 2 && w.share.pool == 128, "floor %u, pool %u",
+		      w.share.floor, w.share.pool);
+		for (int t = 0; t < 3; t++) {
+			for (int i = 0; i < made[t]; i++) {
+				snprintf(p, sizeof(p), "t.slice/%s.service/c%d", tenants[t], i);
+				mkcg(p, 0);
+			}
+			pump(&w);
+			snprintf(p, sizeof(p), "t.slice/%s.service", tenants[t]);
+			held[t] = registry_find_path(&reg, p) ? registry_find_path(&reg, p)->tenant_members : 0;
+		}
+		CHECK(held[0] == 100 && held[1] == 2 + 30 && held[2] == 2 && w.share.refused[WBG_SHARE_POOL] == 68 + 1,
+		      "a: its cap (%u); b: its floor and the rest of the pool (%u); c: its floor (%u); refused for the "
+		      "pool: %llu",
+		      held[0], held[1], held[2], (unsigned long long)w.share.refused[WBG_SHARE_POOL]);
+		rmcg("t.slice/a.service/c7");
+		pump(&w);
+		mkcg("t.slice/c.service/late", 0);
+		pump(&w);
+		CHECK(registry_find_path(&reg, "t.slice/c.service/late") != NULL && w.share.pooled == 128,
+		      "a's removal gives its pool slot back, which c then takes (pooled %u)", w.share.pooled);
 		watch_done(&w);
 		registry_free(&reg);
 	}

@@ -272,14 +272,17 @@ daemon_stop
 "$WBG_BUILD/daemon/wbguardctl" ping --timeout 2 >/dev/null 2>&1
 check "wbguardctl ping without wbguardd: exit 3" test $? = 3
 
-# 7. A tenant's share of the inode records ([flush] max_inodes_per_tenant,
-# 40 here): ten sub-cgroups of one tenant dirtying 8 files each keep at
-# most 40 records (the rest refused, counted, their sets incomplete); a
-# cgroup of another tenant still gets all of its own; the tenant's
-# removed cgroups give their share back.
-printf '[flush]\nmax_inodes_per_tenant = 40\n' >/tmp/share.conf
+# 7. Shares of the inode records: 1,024 here ([bpf] inode_records), so
+# floors of 8 for 64 tenants and a pool of 512 above them; 200 per tenant
+# ([flush] max_inodes_per_tenant). Three tenants of ten sub-cgroups each
+# dirty 240 files: the first two keep 200 (their share), the third what
+# the pool has left (136); a fourth tenant still gets all 6 of its own (its
+# floor); a cgroup the watcher does not track ([daemon]
+# max_cgroups_per_tenant 10) gets none; removed cgroups give their share
+# back.
+printf '[daemon]\nmax_cgroups_per_tenant = 10\n[flush]\nmax_inodes_per_tenant = 200\n[bpf]\ninode_records = 1024\n' >/tmp/share.conf
 daemon_start "$WBG_BUILD" --config /tmp/share.conf
-check "wbguardd starts with a 40-record tenant share" test $? = 0
+check "wbguardd starts with 1,024 records, 200 per tenant" test $? = 0
 # records_of CGROUP...: how many (cgroup, inode) records BPF holds for them
 records_of() {
 	local ids=""
@@ -294,26 +297,37 @@ for e in json.load(sys.stdin):
     n += cg in ids
 print(n)' $ids
 }
-mkdir -p /sys/fs/cgroup/wbgtest/hostile /sys/fs/cgroup/wbgtest/other /mnt/ext4/share
-echo +memory >/sys/fs/cgroup/wbgtest/hostile/cgroup.subtree_control
-subs=""
-for i in $(seq 10); do
-	mkdir /sys/fs/cgroup/wbgtest/hostile/c$i
-	subs="$subs wbgtest/hostile/c$i"
+mkdir -p /sys/fs/cgroup/wbgtest/other /mnt/ext4/share
+for t in hostile h2 h3; do
+	mkdir -p /sys/fs/cgroup/wbgtest/$t
+	echo +memory >/sys/fs/cgroup/wbgtest/$t/cgroup.subtree_control
+	for i in $(seq 10); do mkdir /sys/fs/cgroup/wbgtest/$t/c$i; done
 done
+mkdir /sys/fs/cgroup/wbgtest/hostile/c11 # past its tenant's 10: untracked
 sleep 1 # tracked, with their tenant, before they write
-for i in $(seq 10); do
-	sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/hostile/c$i/cgroup.procs; for f in 1 2 3 4 5 6 7 8; do echo x >/mnt/ext4/share/h$i-\$f; done"
+for t in hostile h2 h3; do
+	for i in $(seq 10); do
+		sh -c "echo \$\$ >/sys/fs/cgroup/wbgtest/$t/c$i/cgroup.procs; for f in \$(seq 24); do echo x >/mnt/ext4/share/$t-$i-\$f; done"
+	done
 done
+sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/hostile/c11/cgroup.procs; for f in 1 2 3; do echo x >/mnt/ext4/share/u$f; done'
 sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/other/cgroup.procs; for f in 1 2 3 4 5 6; do echo x >/mnt/ext4/share/o$f; done'
+subs=""
+for i in $(seq 10); do subs="$subs wbgtest/hostile/c$i"; done
+held2=$(records_of $(for i in $(seq 10); do echo wbgtest/h2/c$i; done))
+held3=$(records_of $(for i in $(seq 10); do echo wbgtest/h3/c$i; done))
 held=$(records_of $subs)
 scrape_metrics
-check "the tenant's 80 dirtied files: $held records kept, its share (40)" test "$held" = 40
-check "refusals counted ($(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'))" \
-	fgt "$(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}')" 0
-check "another tenant's cgroup keeps all 6 of its records ($(records_of wbgtest/other))" test "$(records_of wbgtest/other)" = 6
+check "the first tenant's 240 dirtied files: $held records kept, its share (200)" test "$held" = 200
+check "the second's: $held2, its share too" test "$held2" = 200
+check "the third's: $held3, its floor and what the pool had left (8 + 128)" test "$held3" = 136
+check "refusals counted by reason (share $(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'), pool $(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_pool"}'))" \
+	sh -c "[ '$(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_share"}')' -gt 0 ] && [ '$(metric 'wbguard_bpf_inode_records_refused_total{reason="tenant_pool"}')' -gt 0 ]"
+check "a fourth tenant's cgroup keeps all 6 of its records, within its floor ($(records_of wbgtest/other))" test "$(records_of wbgtest/other)" = 6
+check "an untracked cgroup makes no records ($(records_of wbgtest/hostile/c11)), counted ($(metric 'wbguard_bpf_inode_records_refused_total{reason="untracked"}'))" \
+	sh -c "[ '$(records_of wbgtest/hostile/c11)' = 0 ] && [ '$(metric 'wbguard_bpf_inode_records_refused_total{reason="untracked"}')' -gt 0 ]"
 # Handed over (eager) and forgotten: the share comes back.
-for i in $(seq 10); do rmdir /sys/fs/cgroup/wbgtest/hostile/c$i; done
+for i in $(seq 11); do rmdir /sys/fs/cgroup/wbgtest/hostile/c$i; done
 for i in $(seq 10); do wait_rec wbgtest/hostile/c$i >/dev/null; done
 mkdir /sys/fs/cgroup/wbgtest/hostile/again
 sleep 1
@@ -322,4 +336,6 @@ check "after its cgroups' handovers, the tenant records again ($(records_of wbgt
 	test "$(records_of wbgtest/hostile/again)" = 5
 daemon_stop
 rmdir /sys/fs/cgroup/wbgtest/hostile/again /sys/fs/cgroup/wbgtest/hostile /sys/fs/cgroup/wbgtest/other
+for i in $(seq 10); do rmdir /sys/fs/cgroup/wbgtest/h2/c$i /sys/fs/cgroup/wbgtest/h3/c$i; done
+rmdir /sys/fs/cgroup/wbgtest/h2 /sys/fs/cgroup/wbgtest/h3
 rm -rf /mnt/ext4/share
