@@ -92,6 +92,7 @@ struct wbg_config {
 	unsigned bpf_inode_records;   /* bound of the (cgroup, inode) records */
 	/* [metrics] */
 	char metrics_listen[64]; /* "host:port", "[v6]:port", "" = off */
+	char metrics_probe_listen[64]; /* the probes' own listener, the same way */
 	char metrics_allow_users[256]; /* who may GET /metrics; "" = everyone */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */

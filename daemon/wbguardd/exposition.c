@@ -106,6 +106,7 @@ void metrics_write(const struct manager *m, FILE *f)
 		       "Connections closed at once: their local user (not root) already held 8, its share of the 64 "
 		       "(the probes' and the scraper's stay free).",
 		       m->http.uid_refused);
+	probe_http_metrics(f, &m->probes);
 	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 

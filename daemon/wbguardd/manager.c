@@ -572,6 +572,9 @@ int manager_start(struct manager *m)
 			       is_ready, m);
 	if (r < 0)
 		return r;
+	r = probe_http_start(&m->probes, m->event, m->cfg.metrics_probe_listen, is_ready, m);
+	if (r < 0)
+		return r;
 	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, manager_on_rmdir_event, m) >= 0) {
 		r = sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
 		if (r < 0)
@@ -616,6 +619,7 @@ struct manager *manager_free(struct manager *m)
 	config_watch_stop(&m->config_watch);
 	control_stop(&m->control);
 	watch_systemd_stop(&m->systemd);
+	probe_http_stop(&m->probes);
 	metrics_http_stop(&m->http);
 	m->watch_retry_source = sd_event_source_disable_unref(m->watch_retry_source);
 	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);

@@ -23,6 +23,7 @@
 #include "lifecycle.h"
 #include "host.h"
 #include "metrics-http.h"
+#include "probe-http.h"
 #include "records.h"
 #include "registry.h"
 #include "scratch.h"
@@ -65,6 +66,7 @@ struct manager {
 	struct wbg_systemd systemd;
 	struct wbg_control control;
 	struct wbg_metrics_http http;
+	struct wbg_probe_http probes;
 	struct wbg_config_watch config_watch;
 	struct wbg_textfile *textfile;
 	uint64_t textfile_written_usec;

@@ -110,7 +110,7 @@ def conn(addr):
     s = socket.socket()
     s.bind((addr, 0))
     try:
-        s.connect(("127.0.0.1", 9573))
+        s.connect(("127.0.0.1", int(os.environ.get("TENANT_PORT", "9573"))))
         s.sendall(b"G")
         return s
     except OSError:

@@ -84,6 +84,7 @@ res = {
         "ping": samples("quiet-ping-us.txt"),
         "http_livez": samples("quiet-livez-us.txt"),
         "http_readyz": samples("quiet-readyz-us.txt"),
+        "loop_livez": samples("quiet-loop-livez-us.txt"),
         "cost": cost("quiet"),
         "replacement": stall("quiet"),
     },
@@ -93,6 +94,7 @@ res = {
         "ping": samples("hostile-ping-us.txt"),
         "http_livez": samples("hostile-livez-us.txt"),
         "http_readyz": samples("hostile-readyz-us.txt"),
+        "loop_livez": samples("hostile-loop-livez-us.txt"),
         "cost": dict(cost("hostile"), rss_peak_bytes=rss_peak),
         "replacement": stall("hostile"),
     },
@@ -101,8 +103,15 @@ res = {
     "refusals": {
         "cgroups_refused_tenant": metric('wbguard_cgroups_refused_total{reason="max_cgroups_per_tenant"}'),
         "cgroups_refused_node": metric('wbguard_cgroups_refused_total{reason="max_cgroups"}'),
+        "cgroups_refused_pool": metric('wbguard_cgroups_refused_total{reason="tenant_pool"}'),
         "inode_records_tenant_share": metric('wbguard_bpf_inode_records_refused_total{reason="tenant_share"}'),
+        "inode_records_tenant_pool": metric('wbguard_bpf_inode_records_refused_total{reason="tenant_pool"}'),
+        "inode_records_untracked": metric('wbguard_bpf_inode_records_refused_total{reason="untracked"}'),
         "watch_tenant_full": metric("wbguard_dying_watch_tenant_full_total"),
+        "watch_pool_full": metric("wbguard_dying_watch_pool_full_total"),
+        "stall_tenant_capped": metric('wbguard_stall_reports_total{result="tenant_capped"}'),
+        "probe_refused": metric("wbguard_probe_refused_total"),
+        "probe_answers": metric("wbguard_probe_answers_total"),
         "evidence_capped": metric("wbguard_dying_evidence_capped_total"),
         "http_deadline_closes": metric("wbguard_http_deadline_closes_total"),
         "http_user_share_closes": metric("wbguard_http_user_share_closes_total"),
@@ -122,7 +131,7 @@ def ratio(a, b):
 # quiet figures are the floor: the ratios say what the tenant added.
 res["hostile_over_quiet"] = {
     k + "_" + p: ratio(h[k].get(p + "_ms"), q[k].get(p + "_ms"))
-    for k in ("hook_createRuntime", "hook_poststop", "ping", "http_livez", "http_readyz")
+    for k in ("hook_createRuntime", "hook_poststop", "ping", "http_livez", "http_readyz", "loop_livez")
     for p in ("p50", "p99", "max")
 }
 

@@ -68,11 +68,12 @@ scenario() {
 	grep -q '^Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
 	quick_stop && return
 	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name.prom
-	# the probes as the kubelet runs them: liveness the manifest's exec
-	# command in the pod (the guest's userland has wbguardctl in the build
-	# instead), readiness /readyz where the manifest points it
-	crun exec wbguard-$name sh -c "p=/usr/local/bin/wbguardctl; [ -x \$p ] || p=$WBG_BUILD/daemon/wbguardctl; exec \$p ping --timeout 4" \
-		>>/wbg-out/notes.txt 2>&1 && [ "$(curl -sf http://127.0.0.1:9573/readyz)" = ok ] &&
+	# the probes as the kubelet runs them: /livez and /readyz on the
+	# probes' own listener, where the manifest points them; another
+	# user's connection there gets no answer
+	[ "$(curl -sf --max-time 1 http://127.0.0.1:9575/livez)" = ok ] &&
+		[ "$(curl -sf --max-time 1 http://127.0.0.1:9575/readyz)" = ok ] &&
+		! setpriv --reuid=65534 --regid=65534 --clear-groups curl -sf --max-time 2 http://127.0.0.1:9575/livez >/dev/null 2>&1 &&
 		res="$res probes=ok" || res="$res probes=FAIL"
 	# /metrics for the proxy's user (the manifest's runAsUser) and root,
 	# not for another user on the node
@@ -230,15 +231,17 @@ echo "# without the hostPath /run/wbguard: broken: ${broken:-nothing}"
 check "the hostPath /run/wbguard is needed (the hook cannot reach the daemon without it)" sh -c "echo '$broken' | grep -q hook"
 # Its metrics on the node's loopback only (hostNetwork: 0.0.0.0 would serve
 # every pod), behind the proxy; the probes where the server is.
-check "the ConfigMap serves metrics on 127.0.0.1 only, to the proxy's user; readiness there, liveness on the control socket" python3 -c "
+check "the ConfigMap serves metrics on 127.0.0.1 only, to the proxy's user; both probes on the probes' own listener" python3 -c "
 import yaml
 docs = [d for d in yaml.safe_load_all(open('$manifest')) if d]
 cm = next(d for d in docs if d['kind'] == 'ConfigMap')['data']['wbguard.conf']
 assert [l.strip() for l in cm.splitlines() if l.strip().startswith('listen')] == ['listen = 127.0.0.1:9573']
 pod = next(d for d in docs if d['kind'] == 'DaemonSet')['spec']['template']['spec']
 w = next(c for c in pod['containers'] if c['name'] == 'wbguardd')
-assert w['livenessProbe']['exec']['command'][1:2] == ['ping'] and w['readinessProbe']['httpGet']['path'] == '/readyz'
-assert w['readinessProbe']['httpGet']['host'] == '127.0.0.1'
+assert [l.strip() for l in cm.splitlines() if l.strip().startswith('probe_listen')] == ['probe_listen = 127.0.0.1:9575']
+for probe, path in (('livenessProbe', '/livez'), ('readinessProbe', '/readyz')):
+    g = w[probe]['httpGet']
+    assert (g['host'], g['port'], g['path']) == ('127.0.0.1', 9575, path), (probe, g)
 p = next(c for c in pod['containers'] if c['name'] == 'kube-rbac-proxy')
 assert '--upstream=http://127.0.0.1:9573/' in p['args']
 users = [l.split('=', 1)[1].split() for l in cm.splitlines() if l.strip().startswith('allow_users')]
