@@ -42,6 +42,7 @@
 
 #include "cgroup-util.h"
 #include "control-client.h"
+#include "hook-budget.h"
 #include "log.h"
 #include "macro.h"
 #include "oci.h"
@@ -144,17 +145,36 @@ static int open_for_syncfs(const char *path, struct stat *ret)
 	return fd < 0 ? -errno : fd;
 }
 
+static const char *arg_socket = WBG_CONTROL_SOCKET;
+static bool arg_strict;
+
+/* The fallback's budget lives beside the control socket (the run
+ * directory: a test's socket, a test's budget). */
+static void budget_dir(char *buf, size_t size)
+{
+	const char *slash = strrchr(arg_socket, '/');
+
+	if (!slash)
+		snprintf(buf, size, ".");
+	else
+		snprintf(buf, size, "%.*s", slash == arg_socket ? 1 : (int)(slash - arg_socket), arg_socket);
+}
+
 /* syncfs on each distinct filesystem: the rootfs and the sources of the
- * writable bind mounts. Each open is of the container's own paths. The
- * rootfs is root.path: absolute (Podman, CRI-O: the storage's merged
- * directory) or relative to the bundle ("rootfs" when absent). */
+ * writable bind mounts, each under the per-filesystem budget every exit
+ * without wbguardd shares (hook-budget.h). Each open is of the container's
+ * own paths. The rootfs is root.path: absolute (Podman, CRI-O: the
+ * storage's merged directory) or relative to the bundle ("rootfs" when
+ * absent). */
 static int flush_container(const struct oci_state *s, const struct oci_config *c)
 {
+	char dir[PATH_MAX];
 	dev_t done[OCI_MOUNTS_MAX + 1];
 	size_t n_done = 0;
 	char root[sizeof(s->bundle) + sizeof(c->root_path) + 1];
 	int flushed = 0;
 
+	budget_dir(dir, sizeof(dir));
 	if (c->root_path[0] == '/')
 		snprintf(root, sizeof(root), "%s", c->root_path);
 	else
@@ -164,6 +184,7 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 		_cleanup_close_ int fd = -EBADF;
 		struct stat st = { 0 };
 		bool seen = false;
+		int r;
 
 		if (i < c->n_mounts && (!c->mounts[i].bind || !c->mounts[i].rw || path[0] != '/'))
 			continue;
@@ -175,6 +196,17 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 		if (seen)
 			continue;
 		done[n_done++] = st.st_dev;
+		r = hook_budget_take(dir, st.st_dev, control_now_usec(), HOOK_BUDGET_INTERVAL_USEC,
+				     control_now_usec() + 100 * 1000);
+		if (r <= 0) {
+			if (r == 0)
+				log_info("container %s: %s: its filesystem was written back less than a second ago "
+					 "(the per-filesystem budget); not again", s->id, path);
+			else
+				log_warning_errno(r, "container %s: %s: the fallback's budget (%s/%s) unusable; not "
+						  "flushed", s->id, path, dir, HOOK_BUDGET_FILE);
+			continue;
+		}
 		if (syncfs(fd) < 0)
 			log_warning_errno(errno, "syncfs %s", path);
 		else
@@ -182,9 +214,6 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 	}
 	return flushed;
 }
-
-static const char *arg_socket = WBG_CONTROL_SOCKET;
-static bool arg_strict;
 
 /* The stage's deadline bounds everything it does with wbguardd. A healthy
  * wbguardd authenticates in milliseconds: one that has not within a quarter

@@ -6,6 +6,7 @@
 
 #include "bpf-programs.h"
 #include "flush-pool.h"
+#include "hook-budget.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -107,6 +108,17 @@ void metrics_write(const struct manager *m, FILE *f)
 		       "(the probes' and the scraper's stay free).",
 		       m->http.uid_refused);
 	probe_http_metrics(f, &m->probes);
+	{
+		/* the hook's syncfs while we were not there, under its budget */
+		struct hook_budget_counts hb = { 0 };
+
+		(void)hook_budget_counts(m->cfg.state_dir, &hb);
+		metric_family(f, "wbguard_hook_fallback_syncfs_total", "counter",
+			      "The OCI hook's own syncfs at container exits wbguardd did not answer, by result: taken, "
+			      "or refused by the per-filesystem budget (one a second) every hook shares.");
+		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"taken\"} %" PRIu64 "\n", hb.taken);
+		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"refused\"} %" PRIu64 "\n", hb.refused);
+	}
 	process_metrics(f, "/proc", WBGUARD_VERSION);
 }
 
