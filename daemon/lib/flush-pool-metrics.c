@@ -42,7 +42,12 @@ void flush_pool_metrics(FILE *f, struct flush_pool *p)
 		metric_counter(f, "wbguard_flush_stuck_total", "Flushes given up on as stuck past their timeout.",
 			       ps.stuck_total);
 		metric_counter(f, "wbguard_flush_refused_busy_total",
-			       "Flush requests refused: the target's waiting job had too many waiters.", ps.refused_busy);
+			       "Flush requests refused: the target's waiting jobs (16 of 4,096 waiters each) were full.",
+			       ps.refused_busy);
+		metric_counter(f, "wbguard_flush_overflow_jobs_total",
+			       "Flush requests queued as the next waiting job behind one of 4,096 waiters (a restart's "
+			       "pending records on one filesystem), not refused.",
+			       ps.overflows);
 		metric_counter(f, "wbguard_flush_inodes_capped_total",
 			       "Merged jobs whose inode list hit its bound and became a syncfs.", ps.inodes_capped);
 		gauge(f, "wbguard_flush_inode_handles_available",

@@ -20,6 +20,11 @@ struct slot {
 	enum flush_kind kind;
 	struct flush_job *running, *waiting;
 	bool waiting_queued; /* the waiting job is on the run queue */
+	/* waiting jobs after a full one (FLUSH_JOB_WAITERS_MAX waiters: a
+	 * restart's thousands of pending records on one filesystem), each the
+	 * next waiting in turn; at most FLUSH_SLOT_OVERFLOW_MAX */
+	struct flush_job *overflow_head, *overflow_tail;
+	unsigned n_overflow;
 	uint64_t last_start; /* the budget: the next may start interval after */
 	uint64_t exit_ready; /* the exit budget: the next EXIT job may start then */
 	bool handles_refused; /* a job's handles were refused here: its own-file jobs are budgeted */
@@ -35,6 +40,7 @@ struct flush_pool {
 	unsigned alive;     /* threads not exited (a stuck one counts until it returns) */
 	unsigned stuck;     /* of those, inside a job past its timeout */
 	uint64_t stuck_total, refused_busy, inodes_capped;
+	uint64_t overflows; /* jobs queued behind a full waiting one */
 	uint64_t interval, budget_waits, budget_wait_usec, jobs_started, handle_fallbacks;
 	uint64_t inodes_skipped;
 	uint64_t exit_rate; /* bytes a second per device for EXIT jobs; 0: no cap */
@@ -232,7 +238,15 @@ static void *worker(void *userdata)
 			break;
 		s = slot_for(p, j->dev, j->kind, false);
 		if (s) {
-			s->waiting = NULL;
+			/* the next full one's turn (queued once this one ends) */
+			s->waiting = s->overflow_head;
+			if (s->overflow_head) {
+				s->overflow_head = s->overflow_head->next;
+				if (!s->overflow_head)
+					s->overflow_tail = NULL;
+				s->waiting->next = NULL;
+				s->n_overflow--;
+			}
 			s->waiting_queued = false;
 			s->running = j;
 			s->last_start = now_usec();
@@ -382,6 +396,7 @@ void flush_pool_stats(struct flush_pool *p, struct flush_pool_stats *ret)
 					  .stuck = p->stuck,
 					  .stuck_total = p->stuck_total,
 					  .refused_busy = p->refused_busy,
+					  .overflows = p->overflows,
 					  .inodes_capped = p->inodes_capped,
 					  .budget_waits = p->budget_waits,
 					  .budget_wait_usec = p->budget_wait_usec,
@@ -461,9 +476,14 @@ void flush_pool_free(struct flush_pool *p)
 	}
 	while ((j = flush_pool_take_done(p)))
 		flush_job_free(j);
-	for (size_t i = 0; i < p->n_slots; i++)
+	for (size_t i = 0; i < p->n_slots; i++) {
 		if (p->slots[i].waiting && !p->slots[i].waiting_queued)
 			flush_job_free(p->slots[i].waiting);
+		for (struct flush_job *o = p->slots[i].overflow_head, *next; o; o = next) {
+			next = o->next;
+			flush_job_free(o);
+		}
+	}
 	if (p->efd >= 0)
 		close(p->efd);
 	free(p->slots);
@@ -483,8 +503,6 @@ static int merge(struct flush_pool *p, struct flush_job *into, struct flush_job 
 	bool capped = false;
 	int r = flush_job_merge(into, j, &capped);
 
-	if (r == -EBUSY)
-		p->refused_busy++;
 	if (capped)
 		p->inodes_capped++;
 	return r;
@@ -501,9 +519,22 @@ int flush_pool_submit(struct flush_pool *p, struct flush_job *j)
 	if (!s)
 		r = -ENOMEM;
 	else if (s->waiting) {
-		r = merge(p, s->waiting, j);
+		r = merge(p, s->overflow_tail ? s->overflow_tail : s->waiting, j);
 		if (r == 0)
 			flush_job_free(j);
+		else if (r == -EBUSY && s->n_overflow < FLUSH_SLOT_OVERFLOW_MAX) {
+			/* full: the next waiting job, not a refusal */
+			p->overflows++;
+			j->next = NULL;
+			if (s->overflow_tail)
+				s->overflow_tail->next = j;
+			else
+				s->overflow_head = j;
+			s->overflow_tail = j;
+			s->n_overflow++;
+			r = 0;
+		} else if (r == -EBUSY)
+			p->refused_busy++;
 	} else {
 		s->waiting = j;
 		if (!s->running) {

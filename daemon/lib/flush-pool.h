@@ -13,7 +13,9 @@
  * up on (stuck) and a new thread takes its place, up to FLUSH_STUCK_MAX at
  * once, so that other filesystems keep flushing. A merged job is bounded:
  * past FLUSH_JOB_INODES_MAX inodes it becomes a syncfs, past
- * FLUSH_JOB_WAITERS_MAX waiters a submit is refused with -EBUSY.
+ * FLUSH_JOB_WAITERS_MAX waiters the next waits behind it, up to
+ * FLUSH_SLOT_OVERFLOW_MAX of them; past those a submit is refused with
+ * -EBUSY.
  */
 #pragma once
 
@@ -29,6 +31,7 @@ enum flush_kind { FLUSH_FS, FLUSH_BDEV };
 #define FLUSH_STUCK_MAX 16
 #define FLUSH_JOB_INODES_MAX 65536
 #define FLUSH_JOB_WAITERS_MAX 4096
+#define FLUSH_SLOT_OVERFLOW_MAX 15 /* full waiting jobs queued behind one: 65,536 waiters a target */
 
 /* HANDOVER: a removed cgroup's data, all of it, before its wb dies (fsync
  * the inodes, then one syncfs pass; or syncfs passes). EXPIRY: a live pod's
@@ -83,6 +86,7 @@ struct flush_target_stats {
 struct flush_pool_stats {
 	unsigned busy, stuck;
 	uint64_t stuck_total, refused_busy, inodes_capped;
+	uint64_t overflows; /* jobs queued behind a full waiting one (FLUSH_JOB_WAITERS_MAX) */
 	uint64_t budget_waits, budget_wait_usec, jobs_started;
 	uint64_t handle_fallbacks; /* jobs whose handles were refused: a syncfs instead */
 	uint64_t inodes_skipped;   /* recorded inodes that were no regular files: never opened */

@@ -51,6 +51,7 @@ enum wbg_outcome {
 
 struct wbg_handover {
 	uint64_t id;
+	unsigned flush_round; /* its flushes so far: a job's waiter names the round (handover_waiter()) */
 	enum wbg_phase phase; /* changed by the lifecycle's step alone (handover-phase.h) */
 	/* on the cleanup or verify batch (lifecycle.h), by its phase */
 	struct wbg_handover *queue_prev, *queue_next;
@@ -114,6 +115,27 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
  * (the boost is then all there is). A dying wb still dirty at the check was dirtied again by a live
  * cgroup (a restarted container appending to the same file): no reason. */
 bool handover_wants_boost(const struct wbg_handover *h, bool flush_enabled);
+/* A flush job's waiter: the handover's id and its flush round, so that a
+ * job of a round that timed out, finishing later, is not counted against
+ * the next round's. Ids are below 2^53 (pending.h's WBG_IDS_MAX): the
+ * round takes the top 11 bits (a job 2,048 rounds late would be taken for
+ * its round's: a bound, not a ledger). */
+#define HANDOVER_WAITER_ID_BITS 53
+static inline uint64_t handover_waiter(const struct wbg_handover *h)
+{
+	return h->id | ((uint64_t)(h->flush_round & 0x7ff) << HANDOVER_WAITER_ID_BITS);
+}
+
+static inline uint64_t handover_waiter_id(uint64_t waiter)
+{
+	return waiter & ((1ULL << HANDOVER_WAITER_ID_BITS) - 1);
+}
+
+static inline bool handover_waiter_current(const struct wbg_handover *h, uint64_t waiter)
+{
+	return waiter == handover_waiter(h);
+}
+
 /* Whose a cgroup is, for per-tenant shares: a pod (by its uid), a user's
  * user@UID.service, else the first two levels of its path (a service and
  * whatever it delegates below). A hash of that key; 0 never. */

@@ -308,3 +308,8 @@ void lifecycle_stop(struct wbg_lifecycle *hs)
 		hs->recent[i] = (struct wbg_recent){ 0 };
 	}
 }
+
+const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *hs, uint64_t id)
+{
+	return hs_find(hs, id);
+}

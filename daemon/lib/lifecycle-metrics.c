@@ -92,6 +92,9 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	fprintf(f, "wbguard_stall_reports_total{result=\"tenant_capped\"} %" PRIu64 "\n", st->stall_tenant_capped);
 	fprintf(f, "wbguard_stall_reports_total{result=\"out_of_scope\"} %" PRIu64 "\n", st->stall_out_of_scope);
 	fprintf(f, "wbguard_stall_reports_total{result=\"off\"} %" PRIu64 "\n", st->stall_off);
+	metric_counter(f, "wbguard_flush_late_jobs_total",
+		       "Flush jobs of a round that had timed out, finishing later: not counted against the next round.",
+		       st->late_jobs);
 	metric_counter(f, "wbguard_handover_invalid_steps_total",
 		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);
 }

@@ -186,6 +186,7 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 	if (tdelete(h, &hs->active, cmp_leading_u64)) {
 		hs->n_active--;
 		active_cgroup_count(hs, h->cgroup_id, -1);
+		hs->ended_ids[hs->ended_next++ % ELEMENTSOF(hs->ended_ids)] = h->cgroup_id;
 	}
 	/* what a removed cgroup dirtied was kept while a handover of it ran
 	 * (a flush that outlives the rmdir still needs it on evidence); a
@@ -225,14 +226,15 @@ struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, cons
 	}
 	hs->n_active++;
 	active_cgroup_count(hs, cgroup_id, +1);
-	hs->started_ids[hs->started_next++ % ELEMENTSOF(hs->started_ids)] = cgroup_id;
 	return h;
 }
 
 bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
-	for (size_t i = 0; i < ELEMENTSOF(hs->started_ids); i++)
-		if (hs->started_ids[i] == cgroup_id)
+	if (lifecycle_cgroup_active(hs, cgroup_id))
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(hs->ended_ids); i++)
+		if (hs->ended_ids[i] == cgroup_id)
 			return true;
 	return false;
 }
@@ -265,12 +267,16 @@ static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_p
 
 	h->plan_source = plan->source;
 	h->n_excluded = plan->n_excluded;
+	/* a new round unless this one's jobs are still pending (a plan
+	 * submitted in two parts) */
+	if (h->n_pending == 0)
+		h->flush_round++;
 	for (size_t i = 0; i < plan->n; i++) {
 		struct wbg_plan_target *t = &plan->t[i];
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_mode, h->id);
+		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_mode, handover_waiter(h));
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -560,10 +566,14 @@ void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j)
 	if (j->result < 0)
 		log_warning_errno(j->result, "Flush of %s (%s) failed", j->mount[0] ? j->mount : "block device", j->fstype);
 	for (size_t i = 0; i < j->n_waiters; i++) {
-		struct wbg_handover *h = hs_find(hs, j->waiters[i]);
+		struct wbg_handover *h = hs_find(hs, handover_waiter_id(j->waiters[i]));
 
-		if (!h || h->n_pending == 0)
-			continue; /* timed out meanwhile */
+		/* timed out meanwhile: an earlier round's, not this one's */
+		if (!h || h->n_pending == 0 || !handover_waiter_current(h, j->waiters[i])) {
+			if (h)
+				hs->stats.late_jobs++;
+			continue;
+		}
 		handover_job_done(h, j);
 		if (h->n_pending == 0)
 			flush_finished(hs, h);

@@ -156,6 +156,7 @@ struct wbg_lifecycle_stats {
 	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
 	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
+	uint64_t late_jobs; /* jobs of a flush round that had timed out, finishing later: not counted */
 	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
 	uint64_t stall_started, stall_covered, stall_capped, stall_off; /* lifecycle_stall() */
 	uint64_t stall_tenant_capped, stall_out_of_scope; /* ... its tenant's budget; outside [daemon] roots */
@@ -219,10 +220,12 @@ struct wbg_lifecycle {
 	unsigned n_waiters;
 	struct wbg_recent recent[WBG_RECENT_MAX];
 	uint64_t n_recent; /* ever; the ring holds the last WBG_RECENT_MAX */
-	/* cgroup ids that got a handover lately: the rmdir tracepoint's report
-	 * of a removal inotify already handled is no news */
-	uint64_t started_ids[1024];
-	unsigned started_next;
+	/* cgroup ids whose handover ended lately: the rmdir tracepoint's
+	 * report of a removal inotify already handled is no news (one in
+	 * progress is known by active_cgroups, however many there are; only
+	 * the ended ones need this ring) */
+	uint64_t ended_ids[1024];
+	unsigned ended_next;
 
 	struct wbg_lifecycle_stats stats;
 	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
@@ -256,7 +259,11 @@ void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j);
 /* Timeouts, batches, waiters and the watch that are due (ops->schedule
  * said when). */
 void lifecycle_tick(struct wbg_lifecycle *hs);
+/* Whether the cgroup had a handover: one in progress, or one of the last
+ * 1,024 that ended (the rmdir ring's duplicates of inotify's news). */
 bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+/* The handover in progress with that id, or NULL. O(log n). */
+const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *hs, uint64_t id);
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
 

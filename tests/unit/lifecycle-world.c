@@ -60,7 +60,7 @@ static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mo
 {
 	if (x.submit_result < 0)
 		return x.submit_result;
-	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = id, .mode = mode, .dev = t->dev, .n_inodes = t->n_inodes,
+	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = handover_waiter_id(id), .waiter = id, .mode = mode, .dev = t->dev, .n_inodes = t->n_inodes,
 						    .first_ino = t->n_inodes ? t->inodes[0].ino : 0 };
 	return 0;
 }
@@ -264,9 +264,17 @@ struct wbg_cgroup *cgroup(uint64_t id, const char *path)
 
 void job_done(uint64_t id, int result)
 {
+	const struct wbg_handover *h = lifecycle_find(&hs, id);
+
+	/* the handover's current round's job */
+	job_done_waiter(h ? handover_waiter(h) : id, result);
+}
+
+void job_done_waiter(uint64_t waiter, int result)
+{
 	struct flush_job *j = flush_job_new(makedev(253, 0), FLUSH_FS, "ext4", "/mnt");
 
-	if (!j || flush_job_add_waiter(j, id) < 0)
+	if (!j || flush_job_add_waiter(j, waiter) < 0)
 		abort();
 	j->result = result;
 	j->started_usec = x.now;

@@ -20,7 +20,8 @@
 #define CALLS 300
 
 struct submitted {
-	uint64_t id;
+	uint64_t id;     /* the handover's */
+	uint64_t waiter; /* ... with its flush round (handover_waiter()) */
 	enum flush_mode mode;
 	dev_t dev;
 	size_t n_inodes;
@@ -81,6 +82,8 @@ void teardown(void);
 struct wbg_cgroup *cgroup(uint64_t id, const char *path);
 /* The pool finishes every job submitted for handover id. */
 void job_done(uint64_t id, int result);
+/* ... a job of a given waiter (handover_waiter(): a round's) */
+void job_done_waiter(uint64_t waiter, int result);
 /* The timer fires at every deadline up to t. */
 void advance(uint64_t t);
 void removed(struct wbg_cgroup *c);

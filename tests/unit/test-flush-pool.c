@@ -290,8 +290,10 @@ static void stuck_and_bounds(void)
 	      (unsigned long long)st.stuck_total);
 	CHECK(flush_pool_reap_stuck(p, 1000) == 0, "a stuck job is reaped once");
 
-	/* A hung target's waiting job: bounded waiters and inodes. */
-	for (unsigned i = 0; i < FLUSH_JOB_WAITERS_MAX + 1 && r == 0; i++) {
+	/* A hung target's waiting jobs: bounded waiters and inodes; a full
+	 * one has the next behind it (a restart's thousands of records on one
+	 * filesystem), up to FLUSH_SLOT_OVERFLOW_MAX. */
+	for (unsigned i = 0; i < FLUSH_JOB_WAITERS_MAX * (1 + FLUSH_SLOT_OVERFLOW_MAX) + 1 && r == 0; i++) {
 		j = flush_job_new(1, FLUSH_FS, "nfs", "/a");
 		flush_job_add_waiter(j, i + 1);
 		j->use_inodes = true;
@@ -302,15 +304,20 @@ static void stuck_and_bounds(void)
 			flush_job_free(j); /* refused: still the caller's */
 	}
 	flush_pool_stats(p, &st);
-	CHECK(r == -EBUSY && st.refused_busy == 1, "past %d waiters a request is refused with -EBUSY, counted",
-	      FLUSH_JOB_WAITERS_MAX);
-	CHECK(st.inodes_capped == 1, "past %d inodes the merged job became a syncfs, counted", FLUSH_JOB_INODES_MAX);
+	CHECK(r == -EBUSY && st.refused_busy == 1 && st.overflows == FLUSH_SLOT_OVERFLOW_MAX,
+	      "%d waiters in %d jobs queued (%llu behind the first), the next refused with -EBUSY, counted",
+	      FLUSH_JOB_WAITERS_MAX * (1 + FLUSH_SLOT_OVERFLOW_MAX), 1 + FLUSH_SLOT_OVERFLOW_MAX,
+	      (unsigned long long)st.overflows);
+	CHECK(st.inodes_capped == 1 + FLUSH_SLOT_OVERFLOW_MAX,
+	      "past %d inodes each merged job became a syncfs, counted (%llu)", FLUSH_JOB_INODES_MAX,
+	      (unsigned long long)st.inodes_capped);
 
 	pthread_mutex_lock(&hang_lock);
 	released = true;
 	pthread_cond_broadcast(&hang_cond);
 	pthread_mutex_unlock(&hang_lock);
-	CHECK(collect(p, 2000, NULL) == 3, "the hung ones return, and the waiting job runs");
+	CHECK(collect(p, 5000, NULL) == 3 + FLUSH_SLOT_OVERFLOW_MAX,
+	      "the hung ones return, and the waiting jobs run, one after another");
 	flush_pool_stats(p, &st);
 	CHECK(st.stuck == 0 && st.busy == 0, "back from the hang: no thread counted stuck");
 	flush_pool_free(p);

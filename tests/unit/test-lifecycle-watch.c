@@ -153,6 +153,34 @@ static void test_evidence_cap(void)
 	teardown();
 }
 
+/* A flush that timed out and finishes later is its round's, not the
+ * next round's: the next flush is not taken for done by it. */
+static void test_late_job(void)
+{
+	struct wbg_handover *h;
+	const char *owner;
+	uint64_t first;
+
+	setup(true);
+	x.wb_dirty[x.n_wb_dirty++] = 5;
+	h = watched(5, "k/late");
+	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	first = x.sub[x.n_sub - 1].waiter;
+	advance(x.now + 31 * S);
+	CHECK(x.timed_out == 1 && h->phase == WBG_PHASE_WATCHED, "its flush timed out: watched again (%s)",
+	      wbg_phase_to_string(h->phase));
+	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	CHECK(h->phase == WBG_PHASE_FLUSHING && x.sub[x.n_sub - 1].waiter != first, "the next evidence: a new round");
+	job_done_waiter(first, 0);
+	CHECK(h->phase == WBG_PHASE_FLUSHING && hs.stats.late_jobs == 1,
+	      "the timed-out round's job finishing now: not this round's, counted late (%s)",
+	      wbg_phase_to_string(h->phase));
+	job_done(h->id, 0);
+	advance(x.now + S);
+	CHECK(h->phase == WBG_PHASE_WATCHED, "this round's own job ends its flush");
+	teardown();
+}
+
 static void test_max_age(void)
 {
 	struct wbg_handover *h;
@@ -528,6 +556,7 @@ int main(void)
 	test_evidence();
 	test_evidence_cap();
 	test_max_age();
+	test_late_job();
 	test_no_wbstats();
 	test_bounds();
 	test_flush_requests();

@@ -404,6 +404,18 @@ static void test_stop_job_and_recovery(void)
 	}
 	CHECK(lifecycle_recently_started(&hs, 950) && !lifecycle_recently_started(&hs, 12345),
 	      "recently started cgroups are known (the rmdir ring's duplicates)");
+	{
+		/* a storm: more handovers in progress than the ring of ended
+		 * ones holds; the first is still known */
+		for (uint64_t k = 20000; k < 21100; k++) {
+			char p[32];
+
+			snprintf(p, sizeof(p), "k/storm%d", (int)k);
+			(void)lifecycle_event(&hs, cgroup(k, p), WBG_TRIGGER_REMOVED);
+		}
+		CHECK(hs.n_active >= 1100 && lifecycle_recently_started(&hs, 20000),
+		      "1,100 handovers in progress: the first's removal is still known (%zu active)", hs.n_active);
+	}
 	teardown();
 }
 
