@@ -79,6 +79,10 @@ uint64_t handover_tenant(const char *path, const struct wbg_identity *ident)
 
 	if (ident->pod_uid[0])
 		return fnv1a(fnv1a(h, "pod:", 4), ident->pod_uid, sizeof(ident->pod_uid)) | 1;
+	/* a path unknown (a stall of a cgroup removed while we were down):
+	 * no tenant, 0 */
+	if (!*path)
+		return 0;
 	return fnv1a(h, path, cgroup_tenant_len(path)) | 1;
 }
 

@@ -138,7 +138,8 @@ static inline bool handover_waiter_current(const struct wbg_handover *h, uint64_
 
 /* Whose a cgroup is, for per-tenant shares: a pod (by its uid), a user's
  * user@UID.service, else the first two levels of its path (a service and
- * whatever it delegates below). A hash of that key; 0 never. */
+ * whatever it delegates below). A hash of that key, never 0; 0 for an
+ * unknown path (no tenant: the node-wide bounds alone). */
 uint64_t handover_tenant(const char *path, const struct wbg_identity *ident);
 
 const char *wbg_trigger_to_string(enum wbg_trigger t);

@@ -19,7 +19,9 @@ struct wbg_waiter {
 	struct wbg_waiter *next;
 	void *call;
 	uint64_t handover_id;
-	uint64_t due; /* its caller's timeout */
+	uint64_t tenant; /* its handover's, for its share of the table */
+	bool pooled;     /* its slot came from the pool of shares (share.h) */
+	uint64_t due;    /* its caller's timeout */
 };
 
 static void waiter_free(struct wbg_lifecycle *hs, struct wbg_waiter *w)
@@ -31,6 +33,7 @@ static void waiter_free(struct wbg_lifecycle *hs, struct wbg_waiter *w)
 	if (*p) {
 		*p = w->next;
 		hs->n_waiters--;
+		share_give(&hs->waiter_share, w->pooled);
 	}
 	hs->ops->audience->call_unref(hs->userdata, w->call);
 	free(w);
@@ -166,6 +169,7 @@ int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, cons
 	struct path_lookup l = { .path = path };
 	struct wbg_handover *h;
 	struct wbg_waiter *w;
+	bool pooled;
 
 	if (c && !c->removed && c->in_scope) {
 		if (!c->handover) {
@@ -207,12 +211,24 @@ int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, cons
 		hs->ops->audience->reply(hs->userdata, call, h->id, "pending", "not waited for");
 		return 1;
 	}
-	if (hs->n_waiters >= WBG_FLUSH_WAITERS_MAX)
-		return -EBUSY;
+	{
+		/* a tenant's exits share the table too: one tenant's many
+		 * containers stopping at once leave the others' waits theirs */
+		unsigned of_tenant = 0;
+
+		for (struct wbg_waiter *o = hs->waiters; o; o = o->next)
+			of_tenant += o->tenant == h->tenant;
+		share_set(&hs->waiter_share, WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT);
+		if (share_take(&hs->waiter_share, true, of_tenant, &pooled) != WBG_SHARE_TAKEN)
+			return -EBUSY;
+	}
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		share_give(&hs->waiter_share, pooled);
 		return -ENOMEM;
+	}
 	*w = (struct wbg_waiter){ .call = hs->ops->audience->call_ref(hs->userdata, call), .handover_id = h->id,
+				  .tenant = h->tenant, .pooled = pooled,
 				  .due = hs_now(hs) + timeout_usec, .next = hs->waiters };
 	hs->waiters = w;
 	hs->n_waiters++;

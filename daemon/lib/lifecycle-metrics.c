@@ -37,6 +37,14 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 		       st->plans_set_evicted);
 	metric_value(f, "wbguard_handovers_active", "gauge", "Handovers in progress now (watched ones included).",
 		     (double)hs->n_active);
+	metric_family(f, "wbguard_flush_waiters_refused_total", "counter",
+		      "API callers (the hook at poststop) not waited for, by reason: the table of 256 was full, "
+		      "their tenant had 64, or it was above its floor and the pool above floors was taken. Their "
+		      "flush goes on; only the wait is refused.");
+	share_metrics(f, &hs->waiter_share, "wbguard_flush_waiters_refused_total",
+		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "full",
+								   [WBG_SHARE_TENANT] = "tenant_cap",
+								   [WBG_SHARE_POOL] = "tenant_pool" });
 	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
 		     (double)hs->n_waiters);
 
@@ -69,6 +77,10 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_counter(f, "wbguard_dying_evidence_capped_total",
 		       "Evidence flushes put off by [flush] evidence_flushes_per_sec (node-wide); they run as the cap allows.",
 		       ds->evidence_capped);
+	metric_counter(f, "wbguard_dying_evidence_tenant_capped_total",
+		       "Evidence flushes put off by their tenant's quarter of [flush] evidence_flushes_per_sec; they run "
+		       "as it allows.",
+		       ds->evidence_tenant_capped);
 	metric_counter(f, "wbguard_dying_evidence_flushes_total",
 		       "Flushes started for watched dying cgroups (on evidence, or at watch_max_age_sec).", ds->flushes);
 	metric_counter(f, "wbguard_dying_expired_total",

@@ -25,26 +25,6 @@
 /* A capped stall is reported again this much later. */
 #define STALL_RETRY_USEC (1000 * 1000)
 
-/* The (device, tenant)'s bucket; one not seen lately takes the least
- * recently refilled one's place. */
-static bool stall_rate_take(struct wbg_stall_bucket *b, size_t n, dev_t dev, uint64_t tenant, unsigned per_sec,
-			    unsigned burst, uint64_t now)
-{
-	size_t i, lru = 0;
-
-	for (i = 0; i < n; i++) {
-		if (b[i].dev == dev && b[i].tenant == tenant && b[i].rate.used)
-			break;
-		if (b[i].rate.refilled < b[lru].rate.refilled)
-			lru = i;
-	}
-	if (i == n) {
-		i = lru;
-		b[i] = (struct wbg_stall_bucket){ .dev = dev, .tenant = tenant };
-	}
-	return rate_take(&b[i].rate, per_sec, burst, now);
-}
-
 /* A capped stall: BPF keeps it reported until its time comes. */
 static void stall_retry_later(struct wbg_lifecycle *hs, uint64_t cgroup_id, uint64_t now)
 {
@@ -109,11 +89,11 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 	}
 	/* a path unknown (removed while wbguardd was down) names no tenant:
 	 * the device's budget alone */
-	if (tenant && !stall_rate_take(hs->stall_tenant_rate, ELEMENTSOF(hs->stall_tenant_rate), bdi_dev, tenant,
+	if (tenant && !rate_take_keyed(hs->stall_tenant_rate, ELEMENTSOF(hs->stall_tenant_rate), bdi_dev, tenant,
 				       STALL_TENANT_PER_SEC, STALL_TENANT_BURST, now)) {
 		hs->stats.stall_tenant_capped++;
 		why = "its tenant's share of stall handovers on that device";
-	} else if (!stall_rate_take(hs->stall_rate, ELEMENTSOF(hs->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
+	} else if (!rate_take_keyed(hs->stall_rate, ELEMENTSOF(hs->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
 				    now)) {
 		hs->stats.stall_capped++;
 		why = "too many stall handovers on that device";

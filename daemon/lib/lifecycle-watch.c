@@ -224,10 +224,18 @@ static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *
  * replacing hundreds of pods, a tenant re-dirtying many removed cgroups'
  * files) costs at most evidence_per_sec flushes a second; the rest stay
  * pending and the tick takes them as the bucket refills. */
-static bool evidence_rate_take(struct wbg_lifecycle *hs, uint64_t now)
+static bool evidence_rate_take(struct wbg_lifecycle *hs, const struct wbg_handover *h, uint64_t now)
 {
-	unsigned per_sec = hs->params.watch.evidence_per_sec;
+	unsigned per_sec = hs->params.watch.evidence_per_sec, of_tenant = per_sec / 4 ? per_sec / 4 : 1;
 
+	/* a tenant's quarter first, so that one tenant's evidence leaves
+	 * the others theirs (a handover of no known tenant: a path unknown,
+	 * the node-wide cap alone) */
+	if (per_sec && h->tenant && !rate_take_keyed(hs->evidence_tenant_rate, ELEMENTSOF(hs->evidence_tenant_rate), h->tenant, 0,
+					of_tenant, of_tenant, now)) {
+		hs->watch_stats.evidence_tenant_capped++;
+		return false;
+	}
 	if (rate_take(&hs->evidence_rate, per_sec, per_sec, now))
 		return true;
 	hs->watch_stats.evidence_capped++;
@@ -254,7 +262,7 @@ void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
 		if (i >= hs->n_watched)
 			continue;
 		if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
-		    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, now))
+		    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, h, now))
 			e = WBG_EVENT_EVIDENCE;
 		else if (h->phase == WBG_PHASE_WATCHED)
 			e = watch_look(hs, h, known, dirty, n, now);
@@ -285,7 +293,7 @@ int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struc
 	 * waiting now. Not over a flush still running, nor sooner than
 	 * reflush_usec after the last (then the tick does it). */
 	soon = h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec) ||
-	       !evidence_rate_take(hs, now);
+	       !evidence_rate_take(hs, h, now);
 	*ret_path = h->path;
 	hs_step(hs, h, soon ? WBG_EVENT_EVIDENCE_SOON : WBG_EVENT_EVIDENCE, NULL);
 	hs_reschedule(hs);

@@ -40,6 +40,7 @@
 
 #define WBG_RECENT_MAX 256 /* finished handovers kept for the API */
 #define WBG_FLUSH_WAITERS_MAX 256
+#define WBG_FLUSH_WAITERS_PER_TENANT 64
 /* How long removals gather before one scratch cycle serves them all: under
  * churn, at most 20 cycles a second whatever the removal rate. */
 #define WBG_CLEANUP_BATCH_USEC (50 * 1000)
@@ -150,6 +151,7 @@ struct wbg_watch_stats {
 	uint64_t added, evidence, evidence_ignored, flushes, flush_failures, expired,
 		ended[_WBG_WATCH_END_MAX];
 	uint64_t evidence_capped; /* evidence flushes put off by the node-wide cap */
+	uint64_t evidence_tenant_capped; /* ... by their tenant's quarter of it */
 };
 
 struct wbg_lifecycle_stats {
@@ -203,21 +205,20 @@ struct wbg_lifecycle {
 	struct wbg_share watch_share;
 	/* stall handovers per device, and per tenant on a device: a token
 	 * bucket each (lifecycle-stall.c) */
-	struct wbg_stall_bucket {
-		dev_t dev;
-		uint64_t tenant;
-		struct wbg_rate rate;
-	} stall_rate[16], stall_tenant_rate[64];
+	struct wbg_rate_bucket stall_rate[16], stall_tenant_rate[64];
 	/* capped stalls, reported again once their time comes (a FIFO):
 	 * not at each of their next failed flushes */
 	struct {
 		uint64_t cgroup_id, due;
 	} stall_retry[256];
 	size_t stall_retry_head, n_stall_retry;
-	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec) */
+	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec), and
+	 * a quarter of that per tenant */
 	struct wbg_rate evidence_rate;
+	struct wbg_rate_bucket evidence_tenant_rate[64];
 	struct wbg_waiter *waiters;
 	unsigned n_waiters;
+	struct wbg_share waiter_share; /* the waiters' shares, refusals by reason */
 	struct wbg_recent recent[WBG_RECENT_MAX];
 	uint64_t n_recent; /* ever; the ring holds the last WBG_RECENT_MAX */
 	/* cgroup ids whose handover ended lately: the rmdir tracepoint's

@@ -26,3 +26,21 @@ bool rate_take(struct wbg_rate *r, unsigned per_sec, unsigned burst, uint64_t no
 	r->tokens--;
 	return true;
 }
+
+bool rate_take_keyed(struct wbg_rate_bucket *b, size_t n, uint64_t key, uint64_t key2, unsigned per_sec,
+		     unsigned burst, uint64_t now)
+{
+	size_t i, lru = 0;
+
+	for (i = 0; i < n; i++) {
+		if (b[i].key == key && b[i].key2 == key2 && b[i].rate.used)
+			break;
+		if (b[i].rate.refilled < b[lru].rate.refilled)
+			lru = i;
+	}
+	if (i == n) {
+		i = lru;
+		b[i] = (struct wbg_rate_bucket){ .key = key, .key2 = key2 };
+	}
+	return rate_take(&b[i].rate, per_sec, burst, now);
+}

@@ -17,7 +17,7 @@
 
 #define MS 1000ULL
 #define S (1000ULL * 1000)
-#define CALLS 300
+#define CALLS 1024
 
 struct submitted {
 	uint64_t id;     /* the handover's */

@@ -153,6 +153,33 @@ static void test_evidence_cap(void)
 	teardown();
 }
 
+/* ... and a tenant's quarter of it: one tenant's evidence at once takes
+ * its quarter, another tenant's still flushes now. */
+static void test_evidence_tenant(void)
+{
+	const char *owner = NULL;
+	char p[64];
+
+	setup(true);
+	hs.params.watch.evidence_per_sec = 8;
+	for (uint64_t id = 31; id <= 36; id++) {
+		x.wb_dirty[x.n_wb_dirty++] = id;
+		snprintf(p, sizeof(p), "system.slice/noisy.service/c%u", (unsigned)id);
+		(void)watched(id, p);
+	}
+	x.wb_dirty[x.n_wb_dirty++] = 40;
+	(void)watched(40, "system.slice/quiet.service");
+	x.now += S;
+	for (uint64_t id = 31; id <= 36; id++)
+		(void)lifecycle_evidence(&hs, id, NULL, &owner);
+	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_tenant_capped == 4,
+	      "one tenant's six at once, 8 a second node-wide: its quarter (2) flushed, 4 put off and counted (%zu)",
+	      (size_t)x.n_sub);
+	(void)lifecycle_evidence(&hs, 40, NULL, &owner);
+	CHECK(x.n_sub == 3, "another tenant's evidence flushes now (%zu)", (size_t)x.n_sub);
+	teardown();
+}
+
 /* A flush that timed out and finishes later is its round's, not the
  * next round's: the next flush is not taken for done by it. */
 static void test_late_job(void)
@@ -555,6 +582,7 @@ int main(void)
 	test_drain();
 	test_evidence();
 	test_evidence_cap();
+	test_evidence_tenant();
 	test_max_age();
 	test_late_job();
 	test_no_wbstats();

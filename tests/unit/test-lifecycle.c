@@ -245,12 +245,35 @@ static void test_waiters(void)
 	job_done(d->handover->id, 0);
 	CHECK(x.replies[5] == 1, "the flush that ends later answers nobody twice");
 
-	d = cgroup(602, "k/many");
-	for (int i = 10; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
-		(void)lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]);
-	CHECK(hs.n_waiters == WBG_FLUSH_WAITERS_MAX &&
-		      lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
-	      "the waiter table is bounded: the next caller gets -EBUSY");
+	{
+		/* bounded, and shared: one tenant's callers take at most its
+		 * cap; the others' still wait; 64 tenants' floors and the pool
+		 * fill it */
+		unsigned before = hs.n_waiters, refused = 0;
+		int i = 10;
+
+		d = cgroup(602, "k/many");
+		for (; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
+			refused += lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]) == -EBUSY;
+		CHECK(hs.n_waiters - before == WBG_FLUSH_WAITERS_PER_TENANT &&
+			      refused == WBG_FLUSH_WAITERS_MAX - WBG_FLUSH_WAITERS_PER_TENANT &&
+			      hs.waiter_share.refused[WBG_SHARE_TENANT] == refused,
+		      "one tenant's %d callers: %d waited for, the rest refused (-EBUSY), counted (%u)",
+		      WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT, hs.n_waiters - before);
+		for (int t = 0; t < 80 && i < CALLS - 1; t++) {
+			struct wbg_cgroup *e;
+			char p[32];
+
+			snprintf(p, sizeof(p), "t%d/c", t);
+			e = cgroup(700 + t, p);
+			for (int k = 0; k < 8 && i < CALLS - 1; k++, i++)
+				(void)lifecycle_flush_request(&hs, e, e->path, 60 * S, &x.calls[i]);
+		}
+		CHECK(hs.n_waiters == WBG_FLUSH_WAITERS_MAX && hs.waiter_share.refused[WBG_SHARE_POOL] > 0 &&
+			      lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
+		      "many tenants fill the table (%u): the pool's refusals counted, the next caller gets -EBUSY",
+		      hs.n_waiters);
+	}
 	teardown();
 	CHECK(x.replies[10] == 1 && strcmp(x.reply_outcome[10], "pending") == 0 && x.refs[10] == 0,
 	      "stopping answers every waiting caller once");
