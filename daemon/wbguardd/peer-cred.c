@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -152,8 +153,22 @@ int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid)
 	return r < 0 ? r : procfs_uid(proc, &local, &peer, ret_uid);
 }
 
-/* whether this kernel's inet_diag has found a socket yet */
-static bool diag_answers;
+/* Whether this kernel's inet_diag has found a socket yet, or has missed
+ * one proc's table has (none in this kernel: a module that cannot load,
+ * and every request would make the kernel run modprobe again, a process
+ * per connection). Read and written by the metrics loop and the probes'
+ * thread. */
+static atomic_bool diag_answers, diag_missing;
+static int (*diag_lookup)(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+			  uid_t *ret_uid) = sock_diag_uid;
+
+void tcp_peer_uid_set_diag(int (*diag)(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+				       uid_t *ret_uid))
+{
+	diag_lookup = diag ? diag : sock_diag_uid;
+	atomic_store(&diag_answers, false);
+	atomic_store(&diag_missing, false);
+}
 
 int tcp_peer_uid(int fd, uid_t *ret_uid)
 {
@@ -162,16 +177,21 @@ int tcp_peer_uid(int fd, uid_t *ret_uid)
 
 	if (r < 0)
 		return r;
-	r = sock_diag_uid(&local, &peer, ret_uid);
+	if (atomic_load(&diag_missing))
+		return procfs_uid("/proc", &local, &peer, ret_uid);
+	r = diag_lookup(&local, &peer, ret_uid);
 	if (r == 0) {
-		diag_answers = true;
+		atomic_store(&diag_answers, true);
 		return 0;
 	}
 	/* a kernel without inet_diag answers every lookup with ENOENT:
 	 * proc's table tells a remote peer from a missing module. Once
 	 * inet_diag has answered, ENOENT is a remote peer: no read of every
 	 * TCP socket's line for each remote request. */
-	if (diag_answers)
+	if (atomic_load(&diag_answers))
 		return r;
-	return procfs_uid("/proc", &local, &peer, ret_uid);
+	r = procfs_uid("/proc", &local, &peer, ret_uid);
+	if (r == 0)
+		atomic_store(&diag_missing, true); /* proc has it, inet_diag not: none here */
+	return r;
 }

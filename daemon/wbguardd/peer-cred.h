@@ -12,5 +12,10 @@
  * kernel has no inet_diag (CONFIG_INET_DIAG off), the same answer from
  * proc's tcp tables, a read of every TCP socket's line: slower, only then. */
 int tcp_peer_uid(int fd, uid_t *ret_uid);
+/* For tests: the inet_diag lookup tcp_peer_uid() asks first (NULL: the
+ * kernel's), what it learnt of this kernel forgotten. */
+struct sockaddr_storage;
+void tcp_peer_uid_set_diag(int (*diag)(const struct sockaddr_storage *local, const struct sockaddr_storage *peer,
+				       uid_t *ret_uid));
 /* That second way alone, from proc (a /proc, for tests). */
 int tcp_peer_uid_procfs(const char *proc, int fd, uid_t *ret_uid);

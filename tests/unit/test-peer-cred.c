@@ -88,6 +88,15 @@ static int peer_of(int family, int as_uid, bool procfs, uid_t *ret)
 	return r;
 }
 
+static unsigned diag_calls;
+
+/* An inet_diag that finds nothing, as a kernel without it. */
+static int diag_missing(const struct sockaddr_storage *local, const struct sockaddr_storage *peer, uid_t *ret_uid)
+{
+	diag_calls++;
+	return -ENOENT;
+}
+
 int main(void)
 {
 	uid_t uid = 12345;
@@ -126,5 +135,14 @@ int main(void)
 		SKIP("not root: no other user to connect as");
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0 && tcp_peer_uid(fds[0], &uid) == -EAFNOSUPPORT,
 	      "not a TCP socket: -EAFNOSUPPORT");
+	/* a kernel whose inet_diag cannot load (a module missing: each
+	 * request had the kernel run modprobe): asked once, then proc alone */
+	tcp_peer_uid_set_diag(diag_missing);
+	r = peer_of(AF_INET, -1, false, &uid);
+	CHECK(r == 0 && uid == getuid() && diag_calls == 1, "inet_diag missing: proc's table answers (%d)", r);
+	r = peer_of(AF_INET, -1, false, &uid);
+	CHECK(r == 0 && uid == getuid() && diag_calls == 1,
+	      "... and inet_diag is not asked again (%u requests)", diag_calls);
+	tcp_peer_uid_set_diag(NULL);
 	return tap_done();
 }
