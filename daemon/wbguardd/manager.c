@@ -592,6 +592,7 @@ int manager_start(struct manager *m)
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
 	m->ready = true;
+	probe_http_publish(&m->probes); /* ready now, not at the next beat */
 	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
 	return 0;
 }

@@ -148,6 +148,12 @@ void probe_http_stop(struct wbg_probe_http *p)
 	p->beat_source = sd_event_source_disable_unref(p->beat_source);
 }
 
+void probe_http_publish(struct wbg_probe_http *p)
+{
+	if (p->mhd)
+		beat(p);
+}
+
 unsigned probe_http_port(const struct wbg_probe_http *p)
 {
 	const union MHD_DaemonInfo *info = p->mhd ? MHD_get_daemon_info(p->mhd, MHD_DAEMON_INFO_BIND_PORT) : NULL;

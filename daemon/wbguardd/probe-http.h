@@ -41,6 +41,9 @@ struct wbg_probe_http {
 int probe_http_start(struct wbg_probe_http *p, sd_event *event, const char *listen, bool (*ready)(void *userdata),
 		     void *userdata);
 void probe_http_stop(struct wbg_probe_http *p);
+/* Publishes the loop's state now (a change the next beat would say a
+ * second late: ready at start). */
+void probe_http_publish(struct wbg_probe_http *p);
 /* The port it listens on (0: none), for a listen of port 0. */
 unsigned probe_http_port(const struct wbg_probe_http *p);
 /* Its metric families: probes answered, refused (another user), stale. */

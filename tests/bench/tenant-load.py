@@ -10,6 +10,11 @@ achieved to stdout when it ends (SIGTERM ends the endless ones).
   fs8 ROOT DIRS...          a cgroup dirtying every DIR, removed, again
   conns N PER               N addresses (127.0.0.2..) x PER connections to
                             the metrics port, each trickling a byte every 2 s
+  probe PORT PATH OUT       not a load: the kubelet's probe as it makes it,
+                            one HTTP GET on 127.0.0.1:PORT every half
+                            second from this one process (no exec in the
+                            figure), its microseconds (or "fail": no 200
+                            within 5 s) appended to OUT
 
 TENANT_HOME (a cgroup path below /sys/fs/cgroup): where it runs.
 TENANT_UID: the user it runs as, once there.
@@ -141,6 +146,35 @@ def conns(n, per):
     return {"opened": opened, "closed_by_server": closed}
 
 
+def probe(port, path, out):
+    n = failed = 0
+    with open(out, "a") as f:
+        while not stop:
+            t0 = time.monotonic()
+            ok = False
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.settimeout(max(0.01, 5 - (time.monotonic() - t0)))
+                    s.sendall(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
+                    data = b""
+                    while True:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    ok = data.startswith(b"HTTP/1.") and data.split(b" ", 2)[1] == b"200"
+            except (OSError, IndexError):
+                ok = False
+            us = int((time.monotonic() - t0) * 1e6)
+            ok = ok and us < 5000000
+            f.write("%d\n" % us if ok else "fail\n")
+            f.flush()
+            n += 1
+            failed += not ok
+            time.sleep(0.5)
+    return {"samples": n, "failed": failed}
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if os.environ.get("TENANT_HOME"):
@@ -159,6 +193,8 @@ def main():
         r = fs8(args[0], args[1:])
     elif mode == "conns":
         r = conns(int(args[0]), int(args[1]))
+    elif mode == "probe":
+        r = probe(int(args[0]), args[1], args[2])
     else:
         sys.exit("tenant-load: unknown mode " + mode)
     print(json.dumps({mode: r}), flush=True)

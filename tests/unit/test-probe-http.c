@@ -100,9 +100,15 @@ int main(void)
 	CHECK(code == 503 && strcmp(body, "starting\n") == 0, "/readyz: not ready yet, as published (%d %s)", code,
 	      body);
 	ready_now = true;
-	(void)sd_event_run(e, 1200 * 1000); /* one beat publishes it */
+	probe_http_publish(&p); /* as wbguardd does once ready */
 	code = get(port, "/readyz", body, sizeof(body), &took);
-	CHECK(code == 200 && strcmp(body, "ok\n") == 0 && took < 1, "after the loop's beat: ready, 200 in %.3f s", took);
+	CHECK(code == 200 && strcmp(body, "ok\n") == 0 && took < 1, "published at once: ready, 200 in %.3f s", took);
+	ready_now = false;
+	(void)sd_event_run(e, 1200 * 1000); /* the next beat publishes a change too */
+	code = get(port, "/readyz", body, sizeof(body), &took);
+	CHECK(code == 503, "after the loop's beat: not ready again, as published (%d)", code);
+	ready_now = true;
+	(void)sd_event_run(e, 1200 * 1000);
 	p.stale_usec = 300 * 1000;
 	usleep(400 * 1000);
 	code = get(port, "/livez", body, sizeof(body), &took);
