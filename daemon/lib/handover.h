@@ -72,7 +72,7 @@ struct wbg_handover {
 	unsigned n_excluded; /* filesystems left out by [flush] exclude_fstypes */
 	uint64_t inodes_synced, inodes_gone, inodes_skipped, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
-	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup, t_verified;
+	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup;
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */

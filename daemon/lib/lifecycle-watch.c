@@ -160,7 +160,6 @@ enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *
 {
 	bool young = now - h->t_watch_added < hs->params.watch.max_age_usec;
 
-	h->t_verified = known ? now : 0;
 	if (known && !dirty) {
 		h->verify = 1;
 		return WBG_EVENT_VERIFIED;

@@ -180,11 +180,6 @@ int runtime_state_find(const char *const *roots, size_t n_roots, const char *cgr
 	return 0;
 }
 
-bool runtime_state_same_cgroup(const char *a, const char *b)
-{
-	return same_cgroup(a, b);
-}
-
 const char *runtime_state_annotation(const struct wbg_container_state *s, const char *key)
 {
 	return s->annotations ? get_string(s->annotations, key) : NULL;

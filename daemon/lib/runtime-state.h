@@ -23,8 +23,6 @@ struct wbg_container_state {
  * *ret when it holds crun's or runc's, 0 when neither (not yet written),
  * negative on errors. */
 int runtime_state_read(int dirfd, const char *id, const char *cgroup_root, struct wbg_container_state *ret);
-/* Cgroup paths equal up to leading slashes and one trailing slash. */
-bool runtime_state_same_cgroup(const char *a, const char *b);
 
 /* Looks in every root for the container whose cgroup is path (relative to
  * the cgroupfs mounted at cgroup_root, with or without a leading '/').
