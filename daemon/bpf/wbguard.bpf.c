@@ -398,16 +398,6 @@ static __always_inline void note_inode(__u64 cgid, struct inode *inode, __u32 de
 	}
 }
 
-/* What giving back n of a tenant's held records gives back to the pool:
- * its part above the floor before, less its part after. */
-static __always_inline __u64 pooled_part(__u64 held, __u64 n)
-{
-	__u64 after = held > n ? held - n : 0;
-	__u64 above = held > inodes_floor ? held - inodes_floor : 0;
-
-	return above - (after > inodes_floor ? after - inodes_floor : 0);
-}
-
 /* A released cgroup's inode count goes, and its tenant gets its share back
  * (user space forgets the ones it handed over earlier, the same way). */
 static __always_inline void release_inodes(__u64 cgid)
@@ -420,7 +410,7 @@ static __always_inline void release_inodes(__u64 cgid)
 		return;
 	held = bpf_map_lookup_elem(&tenant_inodes, &c->tenant);
 	if (held) {
-		__u64 n = *held < c->count ? *held : c->count, back = inodes_pool ? pooled_part(*held, n) : 0;
+		__u64 n = *held < c->count ? *held : c->count, back = inodes_pool ? wbg_pooled_part(*held, n, inodes_floor) : 0;
 
 		if (back && inodes_pooled >= back)
 			__sync_fetch_and_add(&inodes_pooled, -(__s64)back);

@@ -16,6 +16,17 @@
 #define WBG_TENANTS_MAX 8192   /* tenants with an inode-record count (LRU) */
 #define WBG_STATS_CGROUPS_MAX 4096 /* LRU bound of the per-cgroup path series */
 
+/* The inode records' pool (share.h's floors and pool): what giving back n
+ * of a tenant's held records gives back to the pool, its part above the
+ * floor before less its part after. BPF's release and user space's forget
+ * both give back by it. */
+static inline __u64 wbg_pooled_part(__u64 held, __u64 n, __u64 floor)
+{
+	__u64 after = held > n ? held - n : 0;
+
+	return (held > floor ? held - floor : 0) - (after > floor ? after - floor : 0);
+}
+
 /* What the target memcg of a foreign flush was when the kernel looked its wb
  * up. UNKNOWN: the lookup was not reached (no such bdi or css). */
 enum wbg_target_state {

@@ -265,8 +265,8 @@ int wbg_bpf_forget_cgroup(struct wbg_bpf *b, uint64_t cgroup_id)
 	 * bound, not a ledger. */
 	if (bpf_map_lookup_elem(ci_fd, &cgroup_id, &ci) == 0 && bpf_map_delete_elem(ci_fd, &cgroup_id) == 0 &&
 	    bpf_map_lookup_elem(t_fd, &ci.tenant, &held) == 0) {
-		__u64 floor = b->skel->rodata->inodes_floor, after = held > ci.count ? held - ci.count : 0;
-		__u64 back = (held > floor ? held - floor : 0) - (after > floor ? after - floor : 0);
+		__u64 after = held > ci.count ? held - ci.count : 0;
+		__u64 back = wbg_pooled_part(held, ci.count, b->skel->rodata->inodes_floor);
 
 		/* the pool gets back the part above the tenant's floor */
 		if (b->skel->rodata->inodes_pool && back)

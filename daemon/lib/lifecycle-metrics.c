@@ -107,6 +107,10 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_counter(f, "wbguard_flush_late_jobs_total",
 		       "Flush jobs of a round that had timed out, finishing later: not counted against the next round.",
 		       st->late_jobs);
+	metric_counter(f, "wbguard_stall_retry_full_total",
+		       "Capped stalls the retry FIFO (256) had no room for: re-armed at once, reported again at their "
+		       "next failed flush.",
+		       st->stall_retry_full);
 	metric_counter(f, "wbguard_handover_invalid_steps_total",
 		       "Events a handover's phase must not see; each ended that handover (logged).", st->invalid_steps);
 }

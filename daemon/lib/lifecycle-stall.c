@@ -31,7 +31,12 @@ static void stall_retry_later(struct wbg_lifecycle *hs, uint64_t cgroup_id, uint
 	size_t n = ELEMENTSOF(hs->stall_retry);
 
 	if (hs->n_stall_retry == n) {
-		hs->stats.stall_retry_full++;
+		uint64_t k = ++hs->stats.stall_retry_full;
+
+		if (!(k & (k - 1)))
+			log_warning("%zu capped stalls wait to be reported again: dying cgroup %" PRIu64
+				    " re-armed at once (%" PRIu64 " so far)",
+				    n, cgroup_id, k);
 		hs->ops->kernel->disarm(hs->userdata, cgroup_id);
 		return;
 	}

@@ -82,6 +82,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		else
 			snprintf(body, sizeof(body), "stuck: the event loop last beat %" PRIu64 " s ago\n",
 				 age / 1000000);
+		if (!fresh)
+			status = MHD_HTTP_SERVICE_UNAVAILABLE;
 	} else if (strcmp(url, "/readyz") == 0) {
 		bool ready = fresh && atomic_load(&p->is_ready);
 
@@ -92,8 +94,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		status = MHD_HTTP_NOT_FOUND;
 		snprintf(body, sizeof(body), "not found: /livez, /readyz\n");
 	}
-	if (strcmp(url, "/livez") == 0 && !fresh)
-		status = MHD_HTTP_SERVICE_UNAVAILABLE;
 	if (!fresh)
 		atomic_fetch_add(&p->stale, 1);
 	atomic_fetch_add(&p->answered, 1);

@@ -558,6 +558,18 @@ static void test_stall(void)
 	      "another tenant's stall on that device starts");
 	advance(x.now + S + S / 10);
 	CHECK(x.disarmed >= disarmed + 6, "a second later the 6 refused are re-armed (reported again at their next stall)");
+	{
+		/* more capped than the retry FIFO holds: the rest re-armed at
+		 * once, counted */
+		unsigned before = x.disarmed;
+
+		for (uint64_t id = 1000; id < 1000 + 16 + 256 + 10; id++)
+			(void)lifecycle_stall(&hs, id, "", makedev(9, 9), true);
+		CHECK(hs.stats.stall_retry_full == 10 && x.disarmed == before + 10,
+		      "16 started, 256 wait in the FIFO, the 10 past it re-armed at once and counted (%llu)",
+		      (unsigned long long)hs.stats.stall_retry_full);
+		advance(x.now + 2 * S);
+	}
 	CHECK(lifecycle_stall(&hs, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
 		      hs.stats.stall_out_of_scope == 1 && !lifecycle_cgroup_active(&hs, 400),
 	      "a stall outside [daemon] roots: nothing started, counted");
