@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What a cgroup's news means for its handover: whether anything needs
  * writing (clean, disabled, a parent whose children cover it, dirty pages
- * that are not its own, a BPF set maybe evicted): the event that starts its
- * phases (handover-phase.h). */
+ * that are not its own, a BPF set maybe evicted), as the event that starts
+ * its phases (handover-phase.h) or moves it on. Decisions only: the engine
+ * (lifecycle.c) steps. */
 #include <errno.h>
 #include <search.h>
 #include <string.h>
 
-#include "lifecycle.h"
 #include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
@@ -53,14 +53,13 @@ static bool descendants_handed_over(const struct wbg_lifecycle *hs, const char *
 
 /* A handover that ends before any flush. One that ends while the cgroup
  * still exists covers its removal too (settled). */
-static void end_early(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o,
-		      const char *reason)
+static enum wbg_event end_early(struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o, const char *reason)
 {
 	h->outcome = o;
 	h->reason = reason;
 	c->handover = NULL;
 	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
-	hs_step(hs, h, WBG_EVENT_NOTHING, NULL);
+	return WBG_EVENT_NOTHING;
 }
 
 /* The exit recipe: its own inodes written and waited for as the cgroup
@@ -80,32 +79,25 @@ static void exit_recipe(struct wbg_lifecycle *hs, struct wbg_handover *h, const 
 		}
 }
 
-/* An existing handover moves on: populated 0 after a stop job, or the
- * directory gone. */
-static void move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_trigger trigger)
+enum wbg_event hs_event_move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+				enum wbg_trigger trigger, struct wbg_plan *plan)
 {
 	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
 		/* The stop job's flush ran while the processes were still
 		 * writing: once more for what they wrote since (on-evidence:
 		 * nothing until the removal). */
-		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
-		struct wbg_plan plan = { 0 };
-
 		h->replanned = true;
 		if (h->phase == WBG_PHASE_DEFERRED ||
-		    hs->ops->flusher->plan(hs->userdata, c->id, c, h->exit_recipe, &plan) >= 0)
-			hs_step(hs, h, WBG_EVENT_EMPTIED, &plan);
-		plan_free(&plan);
-		/* the same targets again: counted once (h lives on: a
-		 * flush is running or its removal is to come) */
-		h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
-		return;
+		    hs->ops->flusher->plan(hs->userdata, c->id, c, h->exit_recipe, plan) >= 0)
+			return WBG_EVENT_EMPTIED;
+		return HS_NO_EVENT;
 	}
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 		h->t_removed = hs_now(hs);
 		c->handover = NULL; /* the cgroup entry goes away now */
-		hs_step(hs, h, h->exit_recipe ? WBG_EVENT_REMOVED_WATCH : WBG_EVENT_REMOVED, NULL);
+		return h->exit_recipe ? WBG_EVENT_REMOVED_WATCH : WBG_EVENT_REMOVED;
 	}
+	return HS_NO_EVENT;
 }
 
 /* What a dirty cgroup's plan says, when it names nothing to flush of its
@@ -152,49 +144,38 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *hs, struct wbg_cgroup *c,
 	return WBG_EVENT_NOTHING;
 }
 
-uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
+enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger,
+			      struct wbg_handover **ret_h, struct wbg_plan *plan)
 {
-	struct wbg_handover *h = c->handover;
-	uint64_t dirty = 0, wb = 0, id;
-	struct wbg_plan plan = { 0 };
+	struct wbg_handover *h;
+	uint64_t dirty = 0, wb = 0;
 	enum wbg_event ev;
-	bool removed, exit;
+	bool exit;
 	int r;
 
-	if (h) {
-		move_on(hs, c, h, trigger);
-		hs_reschedule(hs);
-		return 0;
-	}
+	*ret_h = NULL;
 	/* One record per going-away: a handover that already ended at
 	 * populated 0 (clean, disabled, children) covers the removal too. */
 	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
-		return 0;
+		return HS_NO_EVENT;
 	h = hs_start(hs, c->id, c->path, trigger);
 	if (!h)
-		return 0;
-	id = h->id;
-	removed = trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF;
-	if (removed)
+		return HS_NO_EVENT;
+	*ret_h = h;
+	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
 	else
 		c->handover = h;
 
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
-	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->kernel->has_children(hs->userdata, c->path)) {
-		end_early(hs, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
-		return id;
-	}
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->kernel->has_children(hs->userdata, c->path))
+		return end_early(c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 	/* An explicit request is done whatever the kernel can do itself. */
-	if (!hs->mitigating && trigger != WBG_TRIGGER_API) {
-		end_early(hs, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
-		return id;
-	}
-	if (!hs->params.flush) {
-		end_early(hs, c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
-		return id;
-	}
+	if (!hs->mitigating && trigger != WBG_TRIGGER_API)
+		return end_early(c, h, WBG_OUTCOME_DISABLED, "mitigation off");
+	if (!hs->params.flush)
+		return end_early(c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
@@ -202,10 +183,8 @@ uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wb
 		if (r >= 0) {
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
-			if (dirty + wb == 0) {
-				end_early(hs, c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
-				return id;
-			}
+			if (dirty + wb == 0)
+				return end_early(c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
 		} else
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
@@ -213,56 +192,70 @@ uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wb
 	/* the exit recipe writes the cgroup's own inodes: the plan takes its
 	 * inode sets */
 	exit = hs->params.at_exit && trigger != WBG_TRIGGER_API;
-	r = hs->ops->flusher->plan(hs->userdata, c->id, c, exit, &plan);
+	r = hs->ops->flusher->plan(hs->userdata, c->id, c, exit, plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "planning failed";
 		ev = WBG_EVENT_NOTHING;
-	} else if (plan.n == 0)
-		ev = plan_empty(hs, c, h, &plan);
+	} else if (plan->n == 0)
+		ev = plan_empty(hs, c, h, plan);
 	else if (exit) {
-		exit_recipe(hs, h, &plan);
+		exit_recipe(hs, h, plan);
 		ev = WBG_EVENT_DIRTY;
 	} else /* on-evidence: no data I/O now; its removal is watched */
 		ev = hs->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
-	if (ev == WBG_EVENT_NOTHING) {
-		if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
-			ev = WBG_EVENT_NOTHING_GONE; /* pages charged to it: the cleanup still moves its inodes */
-		else {
-			/* ended before its removal, as end_early: the removal
-			 * is no second record, unless it failed (the removal
-			 * tries again) */
-			c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED;
-			c->handover = NULL;
-		}
-	}
-	hs_step(hs, h, ev, &plan);
-	plan_free(&plan);
-	/* a removal already seen (the rmdir came first): watched at once */
-	if (ev == WBG_EVENT_DIRTY_WATCH && removed) {
-		h = hs_find(hs, id);
-		if (h && h->phase == WBG_PHASE_DEFERRED)
-			hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
-	}
-	hs_reschedule(hs);
-	return id;
+	if (ev != WBG_EVENT_NOTHING)
+		return ev;
+	if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
+		return WBG_EVENT_NOTHING_GONE; /* pages charged to it: the cleanup still moves its inodes */
+	/* ended before its removal, as end_early: the removal is no second
+	 * record, unless it failed (the removal tries again) */
+	c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED;
+	c->handover = NULL;
+	return WBG_EVENT_NOTHING;
 }
 
-void lifecycle_repopulated(struct wbg_lifecycle *hs, struct wbg_cgroup *c)
+enum wbg_event hs_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
 {
-	struct wbg_handover *h = c->handover;
-
 	c->settled = false; /* in use again: its next going-away is news */
 	if (!h || h->phase == WBG_PHASE_FLUSHING)
-		return; /* its flush ends first; its removal is to come */
+		return HS_NO_EVENT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
 	h->reason = "repopulated before removal";
 	if (h->phase == WBG_PHASE_DEFERRED) /* on-evidence: nothing was flushed, and its wb never died */
 		h->outcome = WBG_OUTCOME_CLEAN;
-	hs_step(hs, h, WBG_EVENT_REPOPULATED, NULL);
-	hs_reschedule(hs);
+	return WBG_EVENT_REPOPULATED;
+}
+
+enum wbg_event hs_event_recovered(struct wbg_lifecycle *hs, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+				  size_t n, struct wbg_plan *plan)
+{
+	int r = hs->ops->flusher->plan_recorded(hs->userdata, devs, bdev, n, plan);
+
+	h->t_removed = h->t_trigger;
+	if (r >= 0 && plan->n > 0)
+		return WBG_EVENT_DIRTY;
+	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+	h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
+	return WBG_EVENT_NOTHING;
+}
+
+enum wbg_event hs_event_stop(struct wbg_handover *h)
+{
+	/* a flush, a deferral or a watch interrupted keeps its pending
+	 * record, and the next start flushes what it names */
+	if (h->phase == WBG_PHASE_FLUSHING) {
+		h->outcome = WBG_OUTCOME_INTERRUPTED;
+		h->reason = "daemon stopped during the flush";
+	} else if (h->outcome == WBG_OUTCOME_PENDING && h->phase == WBG_PHASE_DEFERRED) {
+		/* on-evidence, dirty and emptied, not yet removed: nothing
+		 * was flushed */
+		h->outcome = WBG_OUTCOME_INTERRUPTED;
+		h->reason = "daemon stopped before its removal";
+	}
+	return WBG_EVENT_STOP;
 }
 
 void lifecycle_job_type(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *type)

@@ -1,24 +1,95 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Between the files of the handover lifecycle (lifecycle.h) only. */
+/* Between the files of the handover lifecycle (lifecycle.h) only.
+ *
+ * The files are layered, and calls go down only:
+ *   lifecycle-api.c     the API's flush requests (above the engine)
+ *   lifecycle.c         the engine: every entry point, the one step loop
+ *   lifecycle-event.c, lifecycle-stall.c, lifecycle-watch.c
+ *                       decisions: what a fact means, as the event it is
+ *   lifecycle-flush.c, lifecycle-waiters.c, lifecycle-active.c
+ *                       what the actions use: plans submitted, waiters and
+ *                       the recent ring, the set of handovers in progress
+ * Only the engine changes a phase; the files below it return events and
+ * never step. */
 #pragma once
 
 #include "lifecycle.h"
 
-uint64_t hs_now(const struct wbg_lifecycle *hs);
-struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id);
-/* The earliest deadline held, to ops->schedule; after every change. */
-void hs_reschedule(struct wbg_lifecycle *hs);
-struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
-/* The one way a handover's phase changes: handover_step()'s answer to
- * event, carried out. plan: what WBG_ACT_SUBMIT and WBG_ACT_SAVE_PENDING
- * take (the event's). h may be freed when it returns. */
-void hs_step(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan);
+/* No event: a decision that found nothing to say. */
+#define HS_NO_EVENT _WBG_EVENT_MAX
 
-/* lifecycle-api.c */
+static inline uint64_t hs_now(const struct wbg_lifecycle *hs)
+{
+	return hs->ops->clock->now(hs->userdata);
+}
+
+/* The earliest deadline held, to ops->schedule; after every change
+ * (lifecycle.c). */
+void hs_reschedule(struct wbg_lifecycle *hs);
+
+/* lifecycle-active.c: the handovers in progress. */
+struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id);
+/* A new handover, in the set (NULL: out of memory, logged). */
+struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
+/* Out of the set, at its end; false if it was not in it. */
+bool hs_finish(struct wbg_lifecycle *hs, struct wbg_handover *h);
+
+/* lifecycle-flush.c: plans to the pool. */
+/* The plan's targets to the pool, and the handover's record of them. */
+int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan);
+/* On disk while its flush runs or its removal is watched. */
+void hs_save_pending(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan);
+/* Plans and submits its flush now (inodes: its own inodes, the evidence
+ * flush). */
+void hs_flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes);
+
+/* lifecycle-waiters.c: the API's waiters and the recent ring. */
+/* The flush is over: waiters hear what it came to (a watched one's
+ * outcome waits for its end). */
+void hs_answer(struct wbg_lifecycle *hs, struct wbg_handover *h);
 void hs_reply_waiters(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *outcome);
-void hs_remember(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *json);
 uint64_t hs_waiters_next_due(const struct wbg_lifecycle *hs);
 void hs_waiters_expire(struct wbg_lifecycle *hs, uint64_t now);
+/* call waits for h's flush, at most timeout_usec; -EBUSY: its tenant's
+ * share (or the table) is full; -ENOMEM. */
+int hs_waiter_add(struct wbg_lifecycle *hs, const struct wbg_handover *h, void *call, uint64_t timeout_usec);
+/* Stopping: every waiter answered "pending". */
+void hs_waiters_stop(struct wbg_lifecycle *hs);
+void hs_remember(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *json);
+/* By id, or else by path; newest first. */
+const struct wbg_recent *hs_recent_by(const struct wbg_lifecycle *hs, uint64_t id, const char *path);
+void hs_recent_clear(struct wbg_lifecycle *hs);
+
+/* lifecycle-event.c: a cgroup's news as an event. */
+/* A new handover for c's news (*ret_h; NULL: none, the news covered
+ * already or no memory), and the event that starts it; plan: what it
+ * flushes. */
+enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger,
+			      struct wbg_handover **ret_h, struct wbg_plan *plan);
+/* An existing handover's next event: populated 0 after a stop job (plan:
+ * what it wrote since), or its directory gone; HS_NO_EVENT: no news. */
+enum wbg_event hs_event_move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+				enum wbg_trigger trigger, struct wbg_plan *plan);
+/* In use again: REPOPULATED, or HS_NO_EVENT while its flush runs. */
+enum wbg_event hs_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
+
+/* A recovered handover's first event (plan: what its record named). */
+enum wbg_event hs_event_recovered(struct wbg_lifecycle *hs, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+				  size_t n, struct wbg_plan *plan);
+/* Stopping: its outcome as it stands, and STOP. */
+enum wbg_event hs_event_stop(struct wbg_handover *h);
+
+/* lifecycle-stall.c: the stall itself as evidence. */
+/* 1: a stall handover is to start; else what lifecycle_stall() returns
+ * (counted). */
+int hs_stall_admit(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
+		   uint64_t now);
+/* Its first event: DIRTY_WATCH with plan, or NOTHING (why, in h). */
+enum wbg_event hs_stall_plan(struct wbg_lifecycle *hs, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan);
+/* Re-arms the capped stalls whose time has come; when the next one's
+ * comes (0: none). */
+void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now);
+uint64_t hs_stall_retry_due(const struct wbg_lifecycle *hs);
 
 /* lifecycle-watch.c: the watch table. */
 /* Watched (0); -ENOSPC: the table is full (counted). */
@@ -29,10 +100,16 @@ void hs_watch_remove(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_
 void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event);
 /* The watch's next look at usec, or sooner. */
 void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec);
-/* Drains, max ages and evidence due: the events they are. */
-void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now);
-/* Re-arms the capped stalls whose time has come (lifecycle-stall.c). */
-void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now);
+struct wbg_handover *hs_watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+/* A watched one at the tick (known: wb_stats could say; dirty: the dirty
+ * set): a drain, a flush due, its max age, or HS_NO_EVENT. */
+enum wbg_event hs_watch_due(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+			    size_t n, uint64_t now);
+/* Evidence for a watched one: EVIDENCE now, or EVIDENCE_SOON (a flush
+ * runs, the last was too recent, or the cap is used up). */
+enum wbg_event hs_watch_evidence(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_inode_key *inode,
+				 uint64_t now);
+enum wbg_event hs_watch_released(struct wbg_handover *h);
 /* After the verify batch's wb_stats read (known: it could say; dirty:
  * whether a dying wb of h is): the event that follows. */
 enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, bool dirty,

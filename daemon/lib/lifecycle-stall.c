@@ -10,7 +10,6 @@
 #include <sys/sysmacros.h>
 
 #include "cgroup-identity.h"
-#include "lifecycle.h"
 #include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
@@ -42,7 +41,11 @@ static void stall_retry_later(struct wbg_lifecycle *hs, uint64_t cgroup_id, uint
 	}
 	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry++) % n].cgroup_id = cgroup_id;
 	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry - 1) % n].due = now + STALL_RETRY_USEC;
-	hs_watch_at(hs, now + STALL_RETRY_USEC);
+}
+
+uint64_t hs_stall_retry_due(const struct wbg_lifecycle *hs)
+{
+	return hs->n_stall_retry ? hs->stall_retry[hs->stall_retry_head].due : 0;
 }
 
 void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now)
@@ -59,17 +62,13 @@ void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now)
 		hs->stall_retry_head = (hs->stall_retry_head + 1) % n;
 		hs->n_stall_retry--;
 	}
-	if (hs->n_stall_retry)
-		hs_watch_at(hs, hs->stall_retry[hs->stall_retry_head].due);
 }
 
-int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope)
+int hs_stall_admit(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
+		   uint64_t now)
 {
-	struct wbg_plan plan = { 0 };
-	struct wbg_handover *h;
-	uint64_t now = hs_now(hs), id, tenant = 0;
+	uint64_t tenant = 0;
 	const char *why = NULL;
-	int r;
 
 	if (!hs->mitigating || !hs->params.flush) {
 		hs->stats.stall_off++;
@@ -113,41 +112,29 @@ int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pa
 		stall_retry_later(hs, cgroup_id, now);
 		return -EBUSY;
 	}
-	h = hs_start(hs, cgroup_id, path && *path ? path : "", WBG_TRIGGER_STALL);
-	if (!h)
-		return -ENOMEM;
+	return 1;
+}
+
+enum wbg_event hs_stall_plan(struct wbg_lifecycle *hs, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan)
+{
+	int r;
+
 	hs->stats.stall_started++;
-	id = h->id;
 	h->t_removed = h->t_trigger;
 	h->stall_dev = bdi_dev;
 	log_notice("Stall: a foreign flush to dying cgroup %" PRIu64 " (%s) on %u:%u failed, and nothing covered it: "
 		   "handover %" PRIu64,
-		   cgroup_id, *h->path ? h->path : "path unknown", major(bdi_dev), minor(bdi_dev), id);
+		   h->cgroup_id, *h->path ? h->path : "path unknown", major(bdi_dev), minor(bdi_dev), h->id);
 	/* what to write: its own, as BPF recorded it, else that device's
 	 * filesystem */
-	r = hs->ops->flusher->plan(hs->userdata, cgroup_id, NULL, false, &plan);
-	if (r >= 0 && plan.n == 0) {
-		plan_free(&plan);
-		r = hs->ops->flusher->plan_recorded(hs->userdata, &bdi_dev, &(bool){ false }, 1, &plan);
+	r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, false, plan);
+	if (r >= 0 && plan->n == 0) {
+		plan_free(plan);
+		r = hs->ops->flusher->plan_recorded(hs->userdata, &bdi_dev, &(bool){ false }, 1, plan);
 	}
-	if (r < 0 || plan.n == 0) {
-		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-		h->reason = r < 0 ? "planning failed" : "no filesystem on the stalled device";
-		hs_step(hs, h, WBG_EVENT_NOTHING, NULL);
-		plan_free(&plan);
-		hs_reschedule(hs);
-		return 1;
-	}
-	/* watched like any removal on-evidence, and its first evidence is the
-	 * stall itself */
-	hs_step(hs, h, WBG_EVENT_DIRTY_WATCH, &plan);
-	plan_free(&plan);
-	hs_step(hs, h, WBG_EVENT_REMOVED, NULL);
-	/* its first evidence is the stall itself, flushed as the evidence
-	 * cap allows (or by the tick, when it refills) */
-	h = hs_find(hs, id);
-	if (h && h->phase == WBG_PHASE_WATCHED)
-		(void)lifecycle_evidence(hs, cgroup_id, NULL, &(const char *){ NULL });
-	hs_reschedule(hs);
-	return 1;
+	if (r >= 0 && plan->n > 0)
+		return WBG_EVENT_DIRTY_WATCH; /* watched like any removal on-evidence */
+	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
+	h->reason = r < 0 ? "planning failed" : "no filesystem on the stalled device";
+	return WBG_EVENT_NOTHING;
 }

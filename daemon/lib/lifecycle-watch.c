@@ -21,7 +21,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "lifecycle.h"
 #include "lifecycle-internal.h"
 #include "log.h"
 #include "macro.h"
@@ -35,7 +34,7 @@ static ssize_t watch_index(const struct wbg_lifecycle *hs, const struct wbg_hand
 	return -1;
 }
 
-static struct wbg_handover *watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+struct wbg_handover *hs_watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
 	for (size_t i = 0; i < hs->n_watched; i++)
 		if (hs->watched[i]->cgroup_id == cgroup_id)
@@ -241,48 +240,20 @@ static bool evidence_rate_take(struct wbg_lifecycle *hs, const struct wbg_handov
 	return false;
 }
 
-void hs_watch_tick(struct wbg_lifecycle *hs, uint64_t now)
+enum wbg_event hs_watch_due(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+			    size_t n, uint64_t now)
 {
-	_cleanup_free_ uint64_t *dirty = NULL;
-	size_t n = 0;
-	bool known;
-
-	hs->watch_due = 0;
-	hs_stall_retry(hs, now);
-	if (hs->n_watched == 0)
-		return;
-	known = hs->ops->kernel->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;
-	/* backwards: a step that ends one moves the last entry, already
-	 * looked at, into its place */
-	for (size_t i = hs->n_watched; i-- > 0;) {
-		struct wbg_handover *h = hs->watched[i];
-		enum wbg_event e = _WBG_EVENT_MAX;
-
-		if (i >= hs->n_watched)
-			continue;
-		if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
-		    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, h, now))
-			e = WBG_EVENT_EVIDENCE;
-		else if (h->phase == WBG_PHASE_WATCHED)
-			e = watch_look(hs, h, known, dirty, n, now);
-		if (e != _WBG_EVENT_MAX)
-			hs_step(hs, h, e, NULL);
-	}
-	if (hs->n_watched)
-		hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
+	if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
+	    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, h, now))
+		return WBG_EVENT_EVIDENCE;
+	if (h->phase == WBG_PHASE_WATCHED)
+		return watch_look(hs, h, known, dirty, n, now);
+	return HS_NO_EVENT;
 }
 
-int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
-		       const char **ret_path)
+enum wbg_event hs_watch_evidence(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_inode_key *inode,
+				 uint64_t now)
 {
-	struct wbg_handover *h = watch_find(hs, cgroup_id);
-	uint64_t now = hs_now(hs);
-	bool soon;
-
-	if (!h) {
-		hs->watch_stats.evidence_ignored++;
-		return -ENOENT;
-	}
 	hs->watch_stats.evidence++;
 	if (h->evidence++ == 0)
 		h->t_evidence = now;
@@ -291,28 +262,21 @@ int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struc
 	/* Evidence wins over a cleanup or a check under way: the writer is
 	 * waiting now. Not over a flush still running, nor sooner than
 	 * reflush_usec after the last (then the tick does it). */
-	soon = h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec) ||
-	       !evidence_rate_take(hs, h, now);
-	*ret_path = h->path;
-	hs_step(hs, h, soon ? WBG_EVENT_EVIDENCE_SOON : WBG_EVENT_EVIDENCE, NULL);
-	hs_reschedule(hs);
-	return soon;
+	if (h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec) ||
+	    !evidence_rate_take(hs, h, now))
+		return WBG_EVENT_EVIDENCE_SOON;
+	return WBG_EVENT_EVIDENCE;
 }
 
-void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id)
+enum wbg_event hs_watch_released(struct wbg_handover *h)
 {
-	struct wbg_handover *h = watch_find(hs, cgroup_id);
-
-	if (!h)
-		return;
 	/* released, its wbs are freed with it: no dying wb is left dirty */
 	if (h->phase != WBG_PHASE_FLUSHING)
 		h->verify = 1;
-	hs_step(hs, h, WBG_EVENT_RELEASED, NULL);
-	hs_reschedule(hs);
+	return WBG_EVENT_RELEASED;
 }
 
 bool lifecycle_watching(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
 {
-	return watch_find(hs, cgroup_id) != NULL;
+	return hs_watch_find(hs, cgroup_id) != NULL;
 }

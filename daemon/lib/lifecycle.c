@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The handover lifecycle's core: the step carried out (the one place a
- * phase changes), the flush and its timeout, the cleanup and verify
- * batches every mode shares, and the end. What starts a handover is in
- * lifecycle-event.c, the API's side in lifecycle-api.c, the watch table in
- * lifecycle-watch.c. */
+/* The handover lifecycle's engine: every entry point that moves a
+ * handover, and the one loop that steps it (step(), the one place a phase
+ * changes). A fact becomes an event in the decision files below
+ * (lifecycle-event.c, -stall.c, -watch.c); the table says what follows
+ * (handover-phase.h); carry_out() does it, and what that finds out (a watch
+ * refused, a flush that started nothing) is the loop's next event, never a
+ * step from inside a step. Here too: the flush's timeout, the cleanup and
+ * verify batches every mode shares, and the end. */
 #include <errno.h>
 #include <inttypes.h>
 #include <search.h>
@@ -18,60 +21,6 @@
 #include "log.h"
 #include "macro.h"
 #include "wbstats.h"
-
-uint64_t hs_now(const struct wbg_lifecycle *hs)
-{
-	return hs->ops->clock->now(hs->userdata);
-}
-
-struct active_cgroup {
-	uint64_t cgroup_id; /* first: cmp_leading_u64 */
-	unsigned n;
-};
-
-/* The per-cgroup count of handovers in progress; an entry goes with its
- * last one. (No memory for a new entry: that cgroup's stall reports are
- * then taken as uncovered, and the one-per-cgroup bound in BPF still
- * holds.) */
-static void active_cgroup_count(struct wbg_lifecycle *hs, uint64_t cgroup_id, int delta)
-{
-	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &hs->active_cgroups, cmp_leading_u64), *e;
-
-	if (!f && delta > 0) {
-		e = calloc(1, sizeof(*e));
-		if (!e)
-			return;
-		e->cgroup_id = cgroup_id;
-		f = tsearch(e, &hs->active_cgroups, cmp_leading_u64);
-		if (!f || *f != e) {
-			free(e);
-			return;
-		}
-	}
-	if (!f)
-		return;
-	e = *f;
-	if (delta > 0)
-		e->n++;
-	else if (e->n && --e->n == 0) {
-		tdelete(e, &hs->active_cgroups, cmp_leading_u64);
-		free(e);
-	}
-}
-
-bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
-{
-	struct active_cgroup key = { .cgroup_id = cgroup_id };
-
-	return tfind(&key, &hs->active_cgroups, cmp_leading_u64) != NULL;
-}
-
-struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id)
-{
-	struct wbg_handover key = { .id = id }, **f = tfind(&key, &hs->active, cmp_leading_u64);
-
-	return f ? *f : NULL;
-}
 
 void lifecycle_init(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
 		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata)
@@ -117,6 +66,7 @@ void hs_reschedule(struct wbg_lifecycle *hs)
 	if (hs->verify_head)
 		EARLIER(hs->verify_head->verify_due);
 	EARLIER(hs->watch_due);
+	EARLIER(hs_stall_retry_due(hs));
 #undef EARLIER
 	if (next)
 		hs->ops->clock->schedule(hs->userdata, next);
@@ -183,11 +133,7 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 			hist_observe(&hs->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
 	}
 	hs->stats.flushed_device_bytes += h->device_bytes;
-	if (tdelete(h, &hs->active, cmp_leading_u64)) {
-		hs->n_active--;
-		active_cgroup_count(hs, h->cgroup_id, -1);
-		hs->ended_ids[hs->ended_next++ % ELEMENTSOF(hs->ended_ids)] = h->cgroup_id;
-	}
+	(void)hs_finish(hs, h);
 	/* what a removed cgroup dirtied was kept while a handover of it ran
 	 * (a flush that outlives the rmdir still needs it on evidence); a
 	 * watched one's went at its unwatching */
@@ -214,131 +160,9 @@ static void retire(struct wbg_lifecycle *hs, struct wbg_handover *h)
 	handover_free(h);
 }
 
-/* A new handover, in the active set (NULL: out of memory, logged). */
-struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
-{
-	struct wbg_handover *h = handover_new(ids_next(&hs->ids), cgroup_id, path, trigger, hs_now(hs));
-
-	if (!h || !tsearch(h, &hs->active, cmp_leading_u64)) {
-		handover_free(h);
-		log_oom();
-		return NULL;
-	}
-	hs->n_active++;
-	active_cgroup_count(hs, cgroup_id, +1);
-	return h;
-}
-
-bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
-{
-	if (lifecycle_cgroup_active(hs, cgroup_id))
-		return true;
-	for (size_t i = 0; i < ELEMENTSOF(hs->ended_ids); i++)
-		if (hs->ended_ids[i] == cgroup_id)
-			return true;
-	return false;
-}
-
-/* A target into the handover's record; false if it is there already (the
- * watch's second flush of the same filesystem). */
-static bool record_target(struct wbg_handover *h, const struct wbg_plan_target *t)
-{
-	const char *how = t->kind == FLUSH_BDEV ? "bdev" : t->use_inodes ? "inodes" : "syncfs";
-	unsigned n = h->n_targets < ELEMENTSOF(h->target) ? h->n_targets : ELEMENTSOF(h->target);
-
-	for (unsigned i = 0; i < n; i++)
-		if (h->target[i].major == major(t->dev) && h->target[i].minor == minor(t->dev) &&
-		    (strcmp(h->target[i].how, "bdev") == 0) == (t->kind == FLUSH_BDEV))
-			return false;
-	if (n < ELEMENTSOF(h->target)) {
-		h->target[n].major = major(t->dev);
-		h->target[n].minor = minor(t->dev);
-		snprintf(h->target[n].fstype, sizeof(h->target[0].fstype), "%s", t->fstype);
-		h->target[n].how = how;
-	}
-	h->n_targets++;
-	return true;
-}
-
-/* The plan's targets to the pool, and the handover's record of them. */
-static int submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan)
-{
-	int r;
-
-	h->plan_source = plan->source;
-	h->n_excluded = plan->n_excluded;
-	/* a new round unless this one's jobs are still pending (a plan
-	 * submitted in two parts) */
-	if (h->n_pending == 0)
-		h->flush_round++;
-	for (size_t i = 0; i < plan->n; i++) {
-		struct wbg_plan_target *t = &plan->t[i];
-
-		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
-			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_mode, handover_waiter(h));
-		if (r == -EBUSY) {
-			/* that target's queue is full (its flush hangs): failed */
-			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
-			h->n_failed++;
-			continue;
-		}
-		if (r < 0)
-			return log_oom();
-		h->n_pending++;
-		if (!record_target(h, t))
-			continue; /* an evidence flush's again: counted once */
-		if (t->kind == FLUSH_BDEV)
-			h->n_bdev++;
-		else if (t->use_inodes)
-			h->n_inode_targets++;
-		else
-			h->n_fs++;
-	}
-	return 0;
-}
-
-/* On disk while its flush runs or its removal is watched, so that a
- * restart redoes it; a failure costs only that. */
-static void save_pending(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
-{
-	if (!h->pending_saved && plan->n && hs->ops->flusher->pending_save(hs->userdata, h, plan) >= 0)
-		h->pending_saved = true;
-}
-
-/* Plans and submits a handover's flush now: what BPF says the cgroup
- * dirtied (its inodes only, for evidence), else every filesystem. */
-static void flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
-{
-	struct wbg_plan plan = { 0 };
-	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
-
-	h->flush_mode = inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER;
-	hs->stats.inode_records_evicted += plan.inodes_evicted;
-	if (r >= 0 && plan.n == 0) {
-		plan_free(&plan);
-		/* a stall's handover: the stalled device's filesystem, not every one */
-		r = h->stall_dev ? hs->ops->flusher->plan_recorded(hs->userdata, &h->stall_dev, &(bool){ false }, 1, &plan)
-				 : hs->ops->flusher->plan_mounts(hs->userdata, &plan);
-		plan.source = h->stall_dev ? "stall device" : "mounts";
-	}
-	/* the inode the writer is waiting on, whatever the LRU kept */
-	if (r >= 0 && inodes && h->evidence_inode.ino && plan_add_inode(&plan, &h->evidence_inode) > 0)
-		hs->stats.evidence_inodes_added++;
-	if (r >= 0 && plan.n > 0) {
-		r = submit(hs, h, &plan);
-		save_pending(hs, h, &plan);
-	}
-	plan_free(&plan);
-	if (r < 0) {
-		log_error_errno(r, "Cannot flush %s", h->path);
-		h->n_failed++;
-	}
-}
-
 /* Every job ended (or the flush timed out): the event by where the cgroup
  * is. */
-static void flush_finished(struct wbg_lifecycle *hs, struct wbg_handover *h)
+static enum wbg_event flush_over(struct wbg_lifecycle *hs, struct wbg_handover *h)
 {
 	h->t_flushed = hs_now(hs);
 	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
@@ -348,32 +172,18 @@ static void flush_finished(struct wbg_lifecycle *hs, struct wbg_handover *h)
 
 		if (c)
 			c->settled = false; /* its removal is another handover */
-		hs_step(hs, h, WBG_EVENT_NONE_STARTED, NULL);
-		return;
+		return WBG_EVENT_NONE_STARTED;
 	}
-	hs_step(hs, h,
-		h->t_removed && h->exit_recipe && !h->was_watched ? WBG_EVENT_FLUSHED_GONE_WATCH
-		: h->t_removed					  ? WBG_EVENT_FLUSHED_GONE
-		: h->trigger == WBG_TRIGGER_API			  ? WBG_EVENT_FLUSHED_ASKED
-								  : WBG_EVENT_FLUSHED,
-		NULL);
+	return h->t_removed && h->exit_recipe && !h->was_watched ? WBG_EVENT_FLUSHED_GONE_WATCH
+	       : h->t_removed					 ? WBG_EVENT_FLUSHED_GONE
+	       : h->trigger == WBG_TRIGGER_API			 ? WBG_EVENT_FLUSHED_ASKED
+								 : WBG_EVENT_FLUSHED;
 }
 
-/* The flush is over: for waiters, what it came to. A watched handover's
- * outcome waits for its end. */
-static void answer(struct wbg_lifecycle *hs, struct wbg_handover *h)
-{
-	enum wbg_outcome o = h->outcome;
-
-	if (o == WBG_OUTCOME_PENDING)
-		o = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
-	if (!h->was_watched)
-		h->outcome = o;
-	hs_reply_waiters(hs, h, wbg_outcome_to_string(o));
-}
-
-static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, unsigned actions,
-		      struct wbg_plan *plan)
+/* The actions of a cell, in their order; returns what they found out as
+ * the next event (HS_NO_EVENT: nothing, or h ended and freed). */
+static enum wbg_event carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event,
+				unsigned actions, struct wbg_plan *plan)
 {
 	uint64_t now = hs_now(hs);
 	unsigned pending_before = h->n_pending;
@@ -384,24 +194,22 @@ static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 		h->t_last_flush = now;
 		h->evidence_pending = h->quiet = false;
 	}
-	if (actions & WBG_ACT_SUBMIT && plan && submit(hs, h, plan) < 0) {
+	if (actions & WBG_ACT_SUBMIT && plan && hs_submit(hs, h, plan) < 0) {
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "out of memory";
 	}
 	if (actions & WBG_ACT_FLUSH_ALL)
-		flush(hs, h, false);
+		hs_flush(hs, h, false);
 	if (actions & WBG_ACT_FLUSH_INODES)
-		flush(hs, h, true);
+		hs_flush(hs, h, true);
 	if (actions & WBG_ACT_SAVE_PENDING && plan) {
 		h->plan_source = plan->source;
-		save_pending(hs, h, plan);
+		hs_save_pending(hs, h, plan);
 	}
 	if (actions & WBG_ACT_SUBMIT && plan)
-		save_pending(hs, h, plan);
-	if (actions & WBG_ACT_WATCH && hs_watch_add(hs, h) < 0) {
-		hs_step(hs, h, WBG_EVENT_WATCH_REFUSED, NULL);
-		return;
-	}
+		hs_save_pending(hs, h, plan);
+	if (actions & WBG_ACT_WATCH && hs_watch_add(hs, h) < 0)
+		return WBG_EVENT_WATCH_REFUSED; /* the rest is that event's */
 	/* after a flush of ours, only the stall is news (the writer's every
 	 * dirtying would be); before any (drained, or the exit recipe's
 	 * flush not enough), a live cgroup's first dirtying still is */
@@ -419,7 +227,7 @@ static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 		queue_push(&hs->verify_head, &hs->verify_tail, h);
 	}
 	if (actions & WBG_ACT_ANSWER)
-		answer(hs, h);
+		hs_answer(hs, h);
 	if (actions & WBG_ACT_END && h->was_watched)
 		hs_watch_outcome(hs, h, event);
 	if (actions & WBG_ACT_UNWATCH)
@@ -428,7 +236,7 @@ static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 		h->pending_saved = false; /* kept: the next start redoes it */
 	if (actions & WBG_ACT_END) {
 		retire(hs, h);
-		return;
+		return HS_NO_EVENT;
 	}
 	if (h->phase == WBG_PHASE_FLUSHING) {
 		if (h->n_pending > pending_before || (h->n_pending && !h->t_timeout)) {
@@ -439,22 +247,24 @@ static void carry_out(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 			if (!h->t_timeout)
 				h->in_flight_next = hs->in_flight, hs->in_flight = h;
 			h->t_timeout = now + hs->params.timeout_usec;
-		} else if (h->n_pending == 0) {
-			flush_finished(hs, h); /* nothing was started after all */
-			return;
-		}
+		} else if (h->n_pending == 0)
+			return flush_over(hs, h); /* nothing was started after all */
 	}
 	if (h->watch && h->evidence_pending && h->phase != WBG_PHASE_FLUSHING)
 		hs_watch_at(hs, h->t_last_flush + hs->params.watch.reflush_usec);
+	return HS_NO_EVENT;
 }
 
-void hs_step(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
+/* The one place a phase changes: handover_step()'s answer to event,
+ * carried out; returns the event its actions found out. */
+static enum wbg_event step(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event,
+			   struct wbg_plan *plan)
 {
 	enum wbg_phase from = h->phase;
 	struct wbg_step s = handover_step(from, event);
 
 	if (from == WBG_PHASE_ENDED)
-		return;
+		return HS_NO_EVENT;
 	if (s.invalid) {
 		hs->stats.invalid_steps++;
 		log_warning("handover %" PRIu64 " of %s: event %s in phase %s must not happen; ended", h->id, h->path,
@@ -475,7 +285,18 @@ void hs_step(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event ev
 	if (from == WBG_PHASE_VERIFY && s.next != from)
 		queue_unlink(&hs->verify_head, &hs->verify_tail, h);
 	h->phase = s.next;
-	carry_out(hs, h, event, s.actions, plan);
+	return carry_out(hs, h, event, s.actions, plan);
+}
+
+/* A fact's event, and every event its actions lead to, one cell at a
+ * time. plan: what the first event's WBG_ACT_SUBMIT and
+ * WBG_ACT_SAVE_PENDING take. h may be freed when it returns. */
+static void run(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
+{
+	while (event != HS_NO_EVENT) {
+		event = step(hs, h, event, plan);
+		plan = NULL;
+	}
 }
 
 /* One scratch memcg cycle for every handover queued since the last: its
@@ -505,7 +326,7 @@ static void run_cleanup(struct wbg_lifecycle *hs)
 			h->cleanup_done = true;
 			h->t_cleanup = now;
 		}
-		hs_step(hs, h, WBG_EVENT_CLEANED, NULL); /* off the batch, onto the next */
+		run(hs, h, WBG_EVENT_CLEANED, NULL); /* off the batch, onto the next */
 	}
 }
 
@@ -523,7 +344,7 @@ static void run_verify(struct wbg_lifecycle *hs, uint64_t now)
 		struct wbg_handover *h = hs->verify_head;
 		bool is_dirty = r >= 0 && wbstats_set_has(dirty, n, h->cgroup_id);
 
-		hs_step(hs, h, hs_watch_verified(hs, h, r >= 0, is_dirty, now), NULL);
+		run(hs, h, hs_watch_verified(hs, h, r >= 0, is_dirty, now), NULL);
 	}
 }
 
@@ -536,7 +357,28 @@ static void timed_out(struct wbg_lifecycle *hs, struct wbg_handover *h)
 	h->outcome = WBG_OUTCOME_TIMEOUT;
 	h->reason = "flush timeout";
 	h->n_pending = 0;
-	flush_finished(hs, h);
+	run(hs, h, flush_over(hs, h), NULL);
+}
+
+/* Drains, max ages and evidence due in the watch table: the events they
+ * are. */
+static void watch_tick(struct wbg_lifecycle *hs, uint64_t now)
+{
+	_cleanup_free_ uint64_t *dirty = NULL;
+	size_t n = 0;
+	bool known;
+
+	hs->watch_due = 0;
+	if (hs->n_watched == 0)
+		return;
+	known = hs->ops->kernel->dirty_cgroups(hs->userdata, &dirty, &n) >= 0;
+	/* backwards: a step that ends one moves the last entry, already
+	 * looked at, into its place */
+	for (size_t i = hs->n_watched; i-- > 0;)
+		if (i < hs->n_watched)
+			run(hs, hs->watched[i], hs_watch_due(hs, hs->watched[i], known, dirty, n, now), NULL);
+	if (hs->n_watched)
+		hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
 }
 
 void lifecycle_tick(struct wbg_lifecycle *hs)
@@ -556,8 +398,10 @@ void lifecycle_tick(struct wbg_lifecycle *hs)
 		run_cleanup(hs);
 	if (hs->verify_head && hs->verify_head->verify_due <= now)
 		run_verify(hs, now);
+	if (hs_stall_retry_due(hs) && hs_stall_retry_due(hs) <= now)
+		hs_stall_retry(hs, now);
 	if (hs->watch_due && hs->watch_due <= now)
-		hs_watch_tick(hs, now);
+		watch_tick(hs, now);
 	hs_reschedule(hs);
 }
 
@@ -576,7 +420,174 @@ void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j)
 		}
 		handover_job_done(h, j);
 		if (h->n_pending == 0)
-			flush_finished(hs, h);
+			run(hs, h, flush_over(hs, h), NULL);
 	}
 	hs_reschedule(hs);
+}
+
+uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger)
+{
+	struct wbg_handover *h = c->handover;
+	struct wbg_plan plan = { 0 };
+	enum wbg_event ev;
+	uint64_t id = 0;
+
+	if (h) {
+		/* an EMPTIED replan flushes the same targets again: counted
+		 * once (h lives on: a flush runs or its removal is to come) */
+		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
+
+		ev = hs_event_move_on(hs, c, h, trigger, &plan);
+		run(hs, h, ev, &plan);
+		if (ev == WBG_EVENT_EMPTIED)
+			h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
+	} else {
+		ev = hs_event_start(hs, c, trigger, &h, &plan);
+		if (h) {
+			id = h->id;
+			run(hs, h, ev, &plan);
+		}
+		/* a removal already seen (the rmdir came first): watched at once */
+		if (ev == WBG_EVENT_DIRTY_WATCH && (h = hs_find(hs, id)) && h->phase == WBG_PHASE_DEFERRED &&
+		    h->t_removed)
+			run(hs, h, WBG_EVENT_REMOVED, NULL);
+	}
+	plan_free(&plan);
+	hs_reschedule(hs);
+	return id;
+}
+
+void lifecycle_repopulated(struct wbg_lifecycle *hs, struct wbg_cgroup *c)
+{
+	struct wbg_handover *h = c->handover;
+	enum wbg_event ev = hs_event_repopulated(c, h);
+
+	if (ev == HS_NO_EVENT)
+		return;
+	run(hs, h, ev, NULL);
+	hs_reschedule(hs);
+}
+
+static int evidence(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_inode_key *inode)
+{
+	enum wbg_event ev = hs_watch_evidence(hs, h, inode, hs_now(hs));
+
+	run(hs, h, ev, NULL);
+	return ev == WBG_EVENT_EVIDENCE_SOON;
+}
+
+int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope)
+{
+	struct wbg_plan plan = { 0 };
+	struct wbg_handover *h;
+	enum wbg_event ev;
+	uint64_t id;
+	int r = hs_stall_admit(hs, cgroup_id, path, bdi_dev, in_scope, hs_now(hs));
+
+	if (r <= 0) {
+		hs_reschedule(hs); /* a capped one's retry */
+		return r;
+	}
+	h = hs_start(hs, cgroup_id, path && *path ? path : "", WBG_TRIGGER_STALL);
+	if (!h)
+		return -ENOMEM;
+	id = h->id;
+	ev = hs_stall_plan(hs, h, bdi_dev, &plan);
+	run(hs, h, ev, &plan);
+	plan_free(&plan);
+	if (ev == WBG_EVENT_DIRTY_WATCH) {
+		run(hs, h, WBG_EVENT_REMOVED, NULL);
+		/* its first evidence is the stall itself, flushed as the
+		 * evidence cap allows (or by the tick, when it refills) */
+		h = hs_find(hs, id);
+		if (h && h->phase == WBG_PHASE_WATCHED)
+			(void)evidence(hs, h, NULL);
+	}
+	hs_reschedule(hs);
+	return 1;
+}
+
+int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+		       const char **ret_path)
+{
+	struct wbg_handover *h = hs_watch_find(hs, cgroup_id);
+	int soon;
+
+	if (!h) {
+		hs->watch_stats.evidence_ignored++;
+		return -ENOENT;
+	}
+	*ret_path = h->path;
+	soon = evidence(hs, h, inode);
+	hs_reschedule(hs);
+	return soon;
+}
+
+void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id)
+{
+	struct wbg_handover *h = hs_watch_find(hs, cgroup_id);
+
+	if (!h)
+		return;
+	run(hs, h, hs_watch_released(h), NULL);
+	hs_reschedule(hs);
+}
+
+int lifecycle_recover(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
+		      const bool *bdev, size_t n, uint64_t *ret_id)
+{
+	struct wbg_handover *h = hs_start(hs, cgroup_id, path, WBG_TRIGGER_RECOVERED);
+	struct wbg_plan plan = { 0 };
+	uint64_t id;
+
+	if (!h)
+		return -ENOMEM;
+	id = h->id;
+	run(hs, h, hs_event_recovered(hs, h, devs, bdev, n, &plan), &plan);
+	plan_free(&plan);
+	hs_reschedule(hs);
+	*ret_id = id;
+	return 0;
+}
+
+static void count_active(const void *nodep, VISIT which, void *closure)
+{
+	if (which == postorder || which == leaf)
+		++*(size_t *)closure;
+}
+
+static void collect_active(const void *nodep, VISIT which, void *closure)
+{
+	struct wbg_handover ***v = closure;
+
+	if (which == postorder || which == leaf)
+		*(*v)++ = *(struct wbg_handover *const *)nodep;
+}
+
+void lifecycle_stop(struct wbg_lifecycle *hs)
+{
+	size_t n = 0;
+	struct wbg_handover **v, **p;
+
+	hs_waiters_stop(hs);
+	/* Every handover still open is recorded as it stands, in one pass
+	 * (a step may end and free it: collected first). */
+	twalk_r(hs->active, count_active, &n);
+	v = calloc(n + 1, sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+	p = v;
+	if (v) {
+		twalk_r(hs->active, collect_active, &p);
+		for (struct wbg_handover **q = v; q < p; q++)
+			run(hs, *q, hs_event_stop(*q), NULL);
+		free(v);
+	} else
+		log_oom();
+	hs->cleanup_head = hs->cleanup_tail = hs->verify_head = hs->verify_tail = NULL;
+	hs->cleanup_due = hs->watch_due = 0;
+	free(hs->watched);
+	hs->watched = NULL;
+	hs->n_watched = hs->watch_cap = 0;
+	tdestroy(hs->active_cgroups, free); /* (empty: every handover ended above) */
+	hs->active_cgroups = NULL;
+	hs_recent_clear(hs);
 }

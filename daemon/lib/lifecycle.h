@@ -187,7 +187,6 @@ struct wbg_lifecycle {
 	const struct wbg_containers *containers; /* whose cgroups, for the records */
 	struct wbg_ids ids; /* unique across restarts (pending.h) */
 	bool mitigating;
-	bool stopping;
 
 	void *active; /* tsearch tree of handovers in progress, by id */
 	size_t n_active;
