@@ -33,82 +33,6 @@
  * reader never does: the timer keeps what a scrape shows current. */
 #define VERDICT_REFRESH_USEC (10ULL * 1000 * 1000)
 
-static uint64_t now_realtime_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-uint64_t manager_now_usec(const struct manager *m)
-{
-	uint64_t t = 0;
-
-	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-	return t;
-}
-
-void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret)
-{
-	struct wbg_verdicts v = m->verdicts;
-
-	if (m->bpf)
-		(void)wbg_bpf_evidence(m->bpf, &v.evidence);
-	v.dying_wb = verdict_dying_wb(&v.evidence);
-	v.bdev_flush = verdict_bdev_flush(&v.evidence);
-	*ret = v;
-}
-
-/* The stall of cgroups nothing watches is news only while mitigating, and
- * only once the ring it comes on is read: set at each verdict and when the
- * ring opens (a removal wbguardd was down for can stall within seconds of
- * its start, not only after the first verdict refresh). */
-static void stall_events_update(struct manager *m)
-{
-	wbg_bpf_stall_enable(m->bpf, m->mitigating && m->cfg.flush);
-}
-
-void manager_refresh_verdict(struct manager *m)
-{
-	struct wbg_evidence e = m->verdicts.evidence;
-	enum wbg_verdict dying = m->verdicts.dying_wb, bdev = m->verdicts.bdev_flush;
-	bool on;
-
-	if (m->bpf)
-		(void)wbg_bpf_evidence(m->bpf, &e);
-	verdicts_update(&m->verdicts, &e, manager_now_usec(m));
-	/* a change, for journalctl MESSAGE_ID= (the first one at start too) */
-	if (log_to_journal() && (dying != m->verdicts.dying_wb || bdev != m->verdicts.bdev_flush))
-		(void)sd_journal_send("MESSAGE=Kernel verdicts: dying-wb fallback %s, separate bdev flush %s",
-				      wbg_verdict_to_string(m->verdicts.dying_wb),
-				      wbg_verdict_to_string(m->verdicts.bdev_flush), "MESSAGE_ID=" WBG_MESSAGE_VERDICT,
-				      "PRIORITY=%d", LOG_NOTICE, "SYSLOG_IDENTIFIER=wbguardd",
-				      "WBGUARD_DYING_WB_FALLBACK=%s", wbg_verdict_to_string(m->verdicts.dying_wb),
-				      "WBGUARD_BDEV_FOREIGN_FLUSH=%s", wbg_verdict_to_string(m->verdicts.bdev_flush), NULL);
-	/* on, off; auto: on unless the kernel shows it reaches dying wbs
-	 * itself (and a reload that changed the mode takes effect here) */
-	on = m->cfg.mitigation == WBG_MITIGATION_ON ||
-	     (m->cfg.mitigation == WBG_MITIGATION_AUTO && m->verdicts.dying_wb != WBG_VERDICT_ACTIVE);
-	if (m->mitigating != on) {
-		m->mitigating = on;
-		log_info("Mitigation %s (mode %s, dying-wb fallback %s)", on ? "on" : "off",
-			 m->cfg.mitigation == WBG_MITIGATION_ON ? "on" : m->cfg.mitigation == WBG_MITIGATION_OFF ? "off" : "auto",
-			 wbg_verdict_to_string(m->verdicts.dying_wb));
-	}
-	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
-	stall_events_update(m);
-}
-
-const char *manager_stall_evidence(const struct manager *m)
-{
-	if (wbg_bpf_stall_enabled(m->bpf))
-		return "yes";
-	if (wbg_bpf_stall_supported(m->bpf))
-		return "off: [mitigation] mode or [flush] enable is off";
-	return "no: only removals seen live are protected";
-}
-
 /* A timer's lateness: usec is when it was due. Its accuracy (up to 10 ms
  * for the lifecycle's and expiry's) is part of the figure. */
 static void note_lag(struct manager *m, uint64_t usec)
@@ -204,79 +128,6 @@ static int on_pool(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	}
 	return 0;
 }
-
-/* The first restart key a reload would change, for its refusal. */
-static char restart_key_changed[192];
-
-static void note_restart_key(const struct wbg_conf_key *k, const char *running, const char *wanted)
-{
-	log_error("[%s] %s changed from '%s' to '%s': only a restart applies it", k->section, k->key, running, wanted);
-	if (!restart_key_changed[0])
-		snprintf(restart_key_changed, sizeof(restart_key_changed), "[%s] %s", k->section, k->key);
-}
-
-static int reload_refused(struct manager *m, int r)
-{
-	m->reload_ok = false;
-	m->reload_failures++;
-	if (log_to_journal())
-		(void)sd_journal_send("MESSAGE=Reload of %s refused; the running configuration stays", m->config_path,
-				      "MESSAGE_ID=" WBG_MESSAGE_RELOAD_REFUSED, "PRIORITY=%d", LOG_ERR,
-				      "SYSLOG_IDENTIFIER=wbguardd", NULL);
-	return r;
-}
-
-int manager_reload(struct manager *m)
-{
-	struct wbg_lifecycle_params p;
-	struct wbg_config c;
-	int r;
-
-	config_init(&c);
-	m->reload_error[0] = 0;
-	r = config_load(&c, m->config_path);
-	if (r < 0) {
-		config_done(&c);
-		log_error_errno(r, "Reload of %s failed; keeping the running configuration", m->config_path);
-		return reload_refused(m, r);
-	}
-	/* The watched tree, the pool, the BPF maps, the endpoint... stay as
-	 * started (docs/configuration.md's "restart" keys): a reload that
-	 * changes one is refused, naming it, rather than reporting success
-	 * and leaving it as it was. */
-	restart_key_changed[0] = 0;
-	r = config_keep_restart_keys(&c, &m->cfg, note_restart_key);
-	if (r < 0) {
-		config_done(&c);
-		return log_oom();
-	}
-	if (restart_key_changed[0]) {
-		config_done(&c);
-		snprintf(m->reload_error, sizeof(m->reload_error),
-			 "%s changed, which only a restart applies; reload refused, the running configuration stays",
-			 restart_key_changed);
-		log_error("Reload of %s refused: %s", m->config_path, m->reload_error);
-		return reload_refused(m, -EBUSY);
-	}
-	m->reload_ok = true;
-	m->reload_success_realtime = now_realtime_usec();
-	config_done(&m->cfg);
-	m->cfg = c;
-	log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : m->cfg.log_level);
-	if (m->pool) {
-		flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
-		flush_pool_set_exit_rate(m->pool, m->cfg.exit_bytes_per_sec);
-	}
-	p = manager_lifecycle_params(m);
-	lifecycle_set_params(&m->lifecycle, &p);
-	if (m->event) {
-		manager_refresh_verdict(m); /* [mitigation] mode */
-		expiry_reload(&m->expiry); /* [policy] sections, [expiry] default */
-	}
-	log_info("Reloaded %s", m->config_path);
-	return 0;
-}
-
 void manager_set_log_level(struct manager *m, int level)
 {
 	m->log_level_override = level;
@@ -323,7 +174,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 		manager_free(m);
 		return log_error_errno(r, "Not starting with a bad configuration (%s)", config_path);
 	}
-	m->reload_success_realtime = now_realtime_usec();
+	m->reload_success_realtime = timer_realtime_usec();
 	if (cgroup_root_override)
 		snprintf(m->cfg.cgroup_root, sizeof(m->cfg.cgroup_root), "%s", cgroup_root_override);
 	if (no_bpf)
@@ -580,7 +431,7 @@ int manager_start(struct manager *m)
 		if (r < 0)
 			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
 		else
-			stall_events_update(m);
+			manager_stall_events_update(m);
 	}
 	start_flush_mode(m);
 	(void)watch_systemd_start(&m->systemd, m->event, &manager_systemd_ops, m);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
@@ -86,12 +87,15 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 struct manager *manager_free(struct manager *m);
 int manager_start(struct manager *m);
 int manager_run(struct manager *m);
+/* A reload: the new configuration whole, or refused (manager-reload.c). */
 int manager_reload(struct manager *m);
 /* --log-level: wins over the configuration's, now and after reloads. */
 void manager_set_log_level(struct manager *m, int level);
 /* The verdicts from fresh evidence, with the mitigation following them
- * (mitigation = auto). */
+ * (mitigation = auto) (manager-verdict.c). */
 void manager_refresh_verdict(struct manager *m);
+/* The stall events on while mitigating with [flush] on, once the ring is read. */
+void manager_stall_events_update(struct manager *m);
 /* What status says of the stall as evidence: "yes", "off: ...", "no: ...". */
 const char *manager_stall_evidence(const struct manager *m);
 /* Refreshed verdicts' would-be values, changing nothing (Verify). */
@@ -123,8 +127,15 @@ int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
 #define WBG_MESSAGE_VERDICT "8e9f3341520546d790bc601a609a539b"
 #define WBG_MESSAGE_RELOAD_REFUSED "03d6bab0f6444ea692cc7c44750170e1"
 
-/* The loop's CLOCK_MONOTONIC now, usec (the parts' ops tables' clock). */
-uint64_t manager_now_usec(const struct manager *m);
+/* The loop's CLOCK_MONOTONIC now, usec (the parts' ops tables' clock);
+ * inline, so that every part reads it without calling back up. */
+static inline uint64_t manager_now_usec(const struct manager *m)
+{
+	uint64_t t = 0;
+
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+	return t;
+}
 
 /* Per-pod expiry's world (manager-expiry.c). */
 extern const struct wbg_expiry_ops manager_expiry_ops;

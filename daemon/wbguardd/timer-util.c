@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <time.h>
+
 #include "log.h"
 #include "timer-util.h"
 
@@ -44,4 +46,12 @@ void timer_arm_by(sd_event_source *s, uint64_t usec)
 	if (!s || (armed(s) && sd_event_source_get_time(s, &t) >= 0 && t <= usec))
 		return;
 	arm(s, usec);
+}
+
+uint64_t timer_realtime_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }

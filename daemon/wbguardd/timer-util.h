@@ -13,3 +13,6 @@ int timer_new_off(sd_event *event, sd_event_source **ret, uint64_t accuracy_usec
 void timer_arm_once(sd_event_source *s, uint64_t usec);
 /* Armed at usec, or left as it is when armed for sooner. */
 void timer_arm_by(sd_event_source *s, uint64_t usec);
+/* The wall clock, usec since the epoch (for what a reader compares with
+ * its own clock: the last reload's time). */
+uint64_t timer_realtime_usec(void);
