@@ -8,8 +8,9 @@
  *
  * Also records, per cgroup, which filesystems and block devices it dirtied
  * and (up to a bound) which inodes, so wbguardd flushes only what a removed
- * cgroup left dirty; and counts the kernel's own fallback paths (seeds 000
- * and 001), balance_dirty_pages() pauses and inode wb switches (seed 002).
+ * cgroup left dirty; and counts the kernel's own fallback paths (the dying-wb
+ * fallback, the separate bdev flush), balance_dirty_pages() pauses and inode
+ * wb switches (their storms).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -64,7 +65,7 @@ static __always_inline void total_add(__u32 idx, __u64 v)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1024 * 1024);
-} rmdir_events SEC(".maps");
+} event_ring SEC(".maps");
 
 /* Armed dying cgroups (WBG_DYING_WATCH_MAX), and how many: with none, the
  * foreign-dirtying programs skip the lookup. */
@@ -82,11 +83,11 @@ struct {
 static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct inode *inode)
 {
 	__u64 *st = bpf_map_lookup_elem(&dying_watch, &id);
-	struct wbg_rmdir_event *e;
+	struct wbg_ring_event *e;
 
 	if (!st || *st != armed || __sync_val_compare_and_swap(st, armed, WBG_DYING_FIRED) != armed)
 		return;
-	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
 	if (!e) {
 		*st = armed; /* the next one tries again */
 		total_add(WBG_T_LIFE_LOST, 1);
@@ -130,13 +131,13 @@ struct {
 static __always_inline void stall_report(__u64 id, struct backing_dev_info *bdi)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct wbg_rmdir_event *e;
+	struct wbg_ring_event *e;
 
 	if (bpf_map_update_elem(&stall_reported, &id, &now, BPF_NOEXIST) != 0) {
 		total_add(WBG_T_STALL_REPEATS, 1);
 		return;
 	}
-	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
 	if (!e) {
 		bpf_map_delete_elem(&stall_reported, &id); /* the next one tries again */
 		total_add(WBG_T_LIFE_LOST, 1);
@@ -435,12 +436,12 @@ struct {
 static __always_inline void expiry_note(__u64 cgid)
 {
 	__u64 *st = bpf_map_lookup_elem(&expiry_watch, &cgid);
-	struct wbg_rmdir_event *e;
+	struct wbg_ring_event *e;
 
 	if (!st || *st != WBG_EXPIRY_ARMED ||
 	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
 		return;
-	e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
 	if (!e) {
 		*st = WBG_EXPIRY_ARMED; /* try again on the next dirtying */
 		return;
@@ -557,7 +558,7 @@ int BPF_PROG(expiry_folio, struct folio *folio, struct address_space *mapping)
  * the programs whose function or tracepoint is missing).
  */
 
-/* Seed 000: cgroup_writeback_by_id() found no live wb and asked for a dying
+/* The dying-wb fallback: cgroup_writeback_by_id() found no live wb and asked for a dying
  * one. A wb back means the flush reaches the dying cgroup's inodes. */
 SEC("fexit/wb_get_lookup_dying")
 int BPF_PROG(wbid_lookup_dying, struct backing_dev_info *bdi, struct cgroup_subsys_state *css,
@@ -567,7 +568,7 @@ int BPF_PROG(wbid_lookup_dying, struct backing_dev_info *bdi, struct cgroup_subs
 	return 0;
 }
 
-/* Seed 001: a foreign block device's page cache written back on its own
+/* The separate bdev flush: a foreign block device's page cache written back on its own
  * (the name differs between the patch's versions). */
 SEC("fentry/bdev_flush_by_dev")
 int BPF_PROG(path_bdev_flush)
@@ -634,8 +635,8 @@ int BPF_PROG(path_fforeign_dev, struct bdi_writeback *wb, unsigned int bdi_id, u
 	return flush_foreign(dev);
 }
 
-/* Whether the foreign folio is a block device's page cache tells seed 001's
- * case apart on any kernel; dev says whether the kernel took its own path
+/* Whether the foreign folio is a block device's page cache tells the separate
+ * bdev flush's case apart on any kernel; dev says whether the kernel took its own path
  * for it (a kernel with the code but not the path shows dev 0 here). */
 /* The stall's first sign: a live cgroup dirtying a folio of an inode whose
  * wb is a watched dying cgroup's. */
@@ -712,7 +713,7 @@ int path_bdp(struct trace_event_raw_balance_dirty_pages *e)
 	return 0;
 }
 
-/* Seed 002: inodes switched between wbs, by the cgroup they left. */
+/* Wb switch storms: inodes switched between wbs, by the cgroup they left. */
 SEC("tracepoint/writeback/inode_switch_wbs")
 int path_switch(struct trace_event_raw_inode_switch_wbs *e)
 {
@@ -728,7 +729,7 @@ int path_switch(struct trace_event_raw_inode_switch_wbs *e)
 
 static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u32 kind)
 {
-	struct wbg_rmdir_event *e = bpf_ringbuf_reserve(&rmdir_events, sizeof(*e), 0);
+	struct wbg_ring_event *e = bpf_ringbuf_reserve(&event_ring, sizeof(*e), 0);
 
 	if (!e) {
 		/* ring full: counted; inotify still reports the removal */

@@ -119,7 +119,7 @@ enum wbg_total {
 	WBG_T_FLUSH_FOREIGN_WB,       /* writeback:flush_foreign for a cgroup wb */
 	WBG_T_FLUSH_FOREIGN_BDEV,     /* ... for a block device (dev != 0) */
 	WBG_T_FOREIGN_DIRTY_WB,       /* writeback:track_foreign_dirty, a file's folio */
-	WBG_T_FOREIGN_DIRTY_BDEV,     /* ... a block device's, on seed 001's own path (dev != 0) */
+	WBG_T_FOREIGN_DIRTY_BDEV,     /* ... a block device's, on the separate bdev flush's path (dev != 0) */
 	WBG_T_FOREIGN_DIRTY_BDEV_SHARED, /* ... a block device's, on the owner-wb path */
 	WBG_T_BDP_PAUSES,             /* balance_dirty_pages() sleeps */
 	WBG_T_BDP_PAUSE_MS,           /* ... their length in ms, as traced */
@@ -136,14 +136,14 @@ enum wbg_total {
 	_WBG_TOTAL_MAX,
 };
 
-/* Per cgroup (LRU): the symptom, and seed 002's storms. */
+/* Per cgroup (LRU): the symptom, and wb switch storms. */
 struct wbg_cgroup_stats {
 	__u64 pauses;        /* balance_dirty_pages() sleeps of its writers */
 	__u64 pause_ms;      /* ... summed */
 	__u64 switches_from; /* inodes switched away from its wb */
 };
 
-#define WBG_RMDIR_PATH_MAX 1024 /* covers kubelet's paths (about 200 bytes) four times over */
+#define WBG_RING_PATH_MAX 1024 /* covers kubelet's paths (about 200 bytes) four times over */
 
 enum wbg_life_kind {
 	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
@@ -168,9 +168,12 @@ enum wbg_expiry_watch {
 	WBG_EXPIRY_FIRED = 2,
 };
 
-/* A cgroup removed (tracepoint cgroup:cgroup_rmdir), for removals too quick
- * for inotify to tie to a cgroup id. */
-struct wbg_rmdir_event {
+/* One event on the event ring, of any enum wbg_life_kind: a cgroup removed
+ * (tracepoint cgroup:cgroup_rmdir, for removals too quick for inotify to tie
+ * to a cgroup id) or released, a watched pod's dirtying, the evidence, the
+ * stall. Fields marked EVIDENCE are that kind's; path is a removal's or a
+ * stall's. */
+struct wbg_ring_event {
 	__u64 cgroup_id; /* EVIDENCE: the dying wb's cgroup */
 	__u32 level;
 	__u32 root;     /* hierarchy id: the default (v2) hierarchy is 0 */
@@ -180,7 +183,7 @@ struct wbg_rmdir_event {
 	__u64 dirtier;  /* EVIDENCE: the cgroup of the task that dirtied it */
 	__u32 gen;      /* EVIDENCE: the inode's generation (its file handle has it) */
 	__u32 pad;
-	char path[WBG_RMDIR_PATH_MAX];
+	char path[WBG_RING_PATH_MAX];
 };
 
 /* Removed cgroups whose dying wbs wbguardd watches ([flush] mode =

@@ -18,9 +18,9 @@ struct wbg_bpf {
 		char why[32]; /* why not: not_requested, other_event_shape, no_kernel_hook, load_refused, attach_failed; empty when attached */
 	} progs[WBG_PROGS_MAX];
 	unsigned n_progs;
-	struct ring_buffer *rmdir_rb;
-	wbg_rmdir_cb rmdir_cb;
-	void *rmdir_userdata;
+	struct ring_buffer *event_rb;
+	wbg_ring_event_cb ring_cb;
+	void *ring_userdata;
 	uint64_t devset_deletes; /* cgroup_devs entries we deleted (the BPF side counts inserts) */
 	uint64_t tenant_map_full; /* cgroups whose tenant the full cgroup_tenant map had no room for */
 };

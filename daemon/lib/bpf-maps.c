@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Reading and arming the BPF maps: counters, per-cgroup series, what each
- * cgroup dirtied, the lifecycle ring, the evidence and expiry arming. */
+ * cgroup dirtied, the event ring, the evidence and expiry arming. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -323,33 +323,33 @@ int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void 
 			stats_cb, &w);
 }
 
-static int rmdir_sample(void *ctx, void *data, size_t size)
+static int ring_sample(void *ctx, void *data, size_t size)
 {
 	struct wbg_bpf *b = ctx;
 
-	if (size < sizeof(struct wbg_rmdir_event))
+	if (size < sizeof(struct wbg_ring_event))
 		return 0;
-	return b->rmdir_cb(data, b->rmdir_userdata);
+	return b->ring_cb(data, b->ring_userdata);
 }
 
-int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata)
+int wbg_bpf_ring_open(struct wbg_bpf *b, wbg_ring_event_cb cb, void *userdata)
 {
-	if (!(b->groups & WBG_BPF_RMDIR))
+	if (!(b->groups & WBG_BPF_LIFE))
 		return -EOPNOTSUPP;
-	b->rmdir_cb = cb;
-	b->rmdir_userdata = userdata;
-	b->rmdir_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.rmdir_events), rmdir_sample, b, NULL);
-	return b->rmdir_rb ? 0 : -errno;
+	b->ring_cb = cb;
+	b->ring_userdata = userdata;
+	b->event_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.event_ring), ring_sample, b, NULL);
+	return b->event_rb ? 0 : -errno;
 }
 
-int wbg_bpf_rmdir_fd(const struct wbg_bpf *b)
+int wbg_bpf_ring_fd(const struct wbg_bpf *b)
 {
-	return b->rmdir_rb ? ring_buffer__epoll_fd(b->rmdir_rb) : -EBADF;
+	return b->event_rb ? ring_buffer__epoll_fd(b->event_rb) : -EBADF;
 }
 
-int wbg_bpf_rmdir_consume(struct wbg_bpf *b)
+int wbg_bpf_ring_consume(struct wbg_bpf *b)
 {
-	return b->rmdir_rb ? ring_buffer__consume(b->rmdir_rb) : 0;
+	return b->event_rb ? ring_buffer__consume(b->event_rb) : 0;
 }
 
 int wbg_bpf_evidence(const struct wbg_bpf *b, struct wbg_evidence *e)
@@ -441,7 +441,7 @@ int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id)
 
 bool wbg_bpf_dying_supported(const struct wbg_bpf *b)
 {
-	return b && (b->groups & WBG_BPF_RMDIR) && b->rmdir_rb &&
+	return b && (b->groups & WBG_BPF_LIFE) && b->event_rb &&
 	       (wbg_bpf_attached(b, "path_fdirty") > 0 || wbg_bpf_attached(b, "path_fdirty_dev") > 0);
 }
 
@@ -464,7 +464,7 @@ int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only)
 
 bool wbg_bpf_stall_supported(const struct wbg_bpf *b)
 {
-	return b && (b->groups & WBG_BPF_RMDIR) && b->rmdir_rb && (b->groups & WBG_BPF_WBID) &&
+	return b && (b->groups & WBG_BPF_LIFE) && b->event_rb && (b->groups & WBG_BPF_WBID) &&
 	       wbg_bpf_attached(b, "wbid_exit") > 0 && wbg_bpf_attached(b, "wbid_lookup") > 0;
 }
 

@@ -76,8 +76,8 @@ static int tp_nargs(const struct btf *vmlinux, const char *event)
 	return t && btf_is_func_proto(t) ? (int)btf_vlen(t) - 1 : -1;
 }
 
-/* Programs that come in two shapes for one event (seed 001 added a dev
- * argument): only the one matching the running kernel's event loads. */
+/* Programs that come in two shapes for one event (the separate bdev
+ * flush added a dev argument): only the one matching the running kernel's event loads. */
 static const struct {
 	const char *prog, *event;
 	int nargs;
@@ -105,7 +105,7 @@ static unsigned program_group(const char *name)
 	if (strncmp(name, "wbid_", 5) == 0)
 		return WBG_BPF_WBID;
 	if (strncmp(name, "life_", 5) == 0)
-		return WBG_BPF_RMDIR;
+		return WBG_BPF_LIFE;
 	if (strncmp(name, "path_", 5) == 0)
 		return WBG_BPF_PATHS;
 	return WBG_BPF_DIRTIED;
@@ -332,7 +332,7 @@ const char *wbg_bpf_group_name(unsigned g)
 {
 	return g == WBG_BPF_WBID	  ? "cgroup_writeback_by_id results"
 	       : g == WBG_BPF_DIRTIED ? "dirtied by cgroup"
-	       : g == WBG_BPF_RMDIR   ? "cgroup removals"
+	       : g == WBG_BPF_LIFE   ? "cgroup removals"
 	       : g == WBG_BPF_PATHS   ? "kernel writeback paths"
 				      : "?";
 }
@@ -341,7 +341,7 @@ struct wbg_bpf *wbg_bpf_free(struct wbg_bpf *b)
 {
 	if (!b)
 		return NULL;
-	ring_buffer__free(b->rmdir_rb);
+	ring_buffer__free(b->event_rb);
 	for (unsigned i = 0; i < b->n_progs; i++)
 		bpf_link__destroy(b->progs[i].link);
 	wbguard_bpf__destroy(b->skel);

@@ -17,9 +17,9 @@ struct wbg_bpf;
 /* Program groups: what to load. */
 #define WBG_BPF_WBID (1U << 0)    /* cgroup_writeback_by_id() results */
 #define WBG_BPF_DIRTIED (1U << 1) /* what each cgroup dirtied */
-#define WBG_BPF_RMDIR (1U << 2)   /* every cgroup removal and release, with its id */
+#define WBG_BPF_LIFE (1U << 2)   /* every cgroup removal and release, with its id */
 #define WBG_BPF_PATHS (1U << 3)   /* fallback paths, dirty pauses, wb switches */
-#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_RMDIR | WBG_BPF_PATHS)
+#define WBG_BPF_ALL (WBG_BPF_WBID | WBG_BPF_DIRTIED | WBG_BPF_LIFE | WBG_BPF_PATHS)
 
 /* Where tracefs is when it is not at /sys/kernel/tracing (in a container:
  * the host's, below /proc/1/root); for classic tracepoints. */
@@ -114,7 +114,7 @@ uint64_t wbg_bpf_tenant_map_full(const struct wbg_bpf *b);
 #define WBG_KDEV_MINOR(d) ((unsigned)((d) & ((1U << 20) - 1)))
 
 /* On-evidence flushing (lifecycle.h): whether this kernel's foreign-dirtying
- * program and the lifecycle ring are attached, so that a watched dying
+ * program and the event ring are attached, so that a watched dying
  * cgroup's evidence arrives; arm (again) and forget one. Arming a full map
  * gives -E2BIG. */
 bool wbg_bpf_dying_supported(const struct wbg_bpf *b);
@@ -131,13 +131,13 @@ bool wbg_bpf_stall_enabled(const struct wbg_bpf *b);
 int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one
- * WBG_LIFE_DIRTY event on the lifecycle ring buffer and disarms it. */
+ * WBG_LIFE_DIRTY event on the event ring and disarms it. */
 int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id);
 int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
-/* The lifecycle ring buffer (removals, releases, watched pods' first
+/* The event ring (removals, releases, watched pods' first
  * dirtying: enum wbg_life_kind): poll its fd, then consume (cb per event). */
-typedef int (*wbg_rmdir_cb)(const struct wbg_rmdir_event *e, void *userdata);
-int wbg_bpf_rmdir_open(struct wbg_bpf *b, wbg_rmdir_cb cb, void *userdata);
-int wbg_bpf_rmdir_fd(const struct wbg_bpf *b);
-int wbg_bpf_rmdir_consume(struct wbg_bpf *b);
+typedef int (*wbg_ring_event_cb)(const struct wbg_ring_event *e, void *userdata);
+int wbg_bpf_ring_open(struct wbg_bpf *b, wbg_ring_event_cb cb, void *userdata);
+int wbg_bpf_ring_fd(const struct wbg_bpf *b);
+int wbg_bpf_ring_consume(struct wbg_bpf *b);

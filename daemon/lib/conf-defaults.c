@@ -55,7 +55,7 @@ void config_init(struct wbg_config *c)
 		.expiry_min_cs = 100,
 		.expiry_max_cs = WBG_EXPIRY_MAX_CS,
 		.expiry_per_pod_min_cs = 100,
-		.boost_cs = 500, /* seed 000's workaround: 5 s instead of 30 */
+		.boost_cs = 500, /* the stall's known workaround: 5 s instead of 30 */
 		.boost_window_usec = 60ULL * 1000000,
 		.bpf = true,
 		.metrics_listen = "127.0.0.1:9573",

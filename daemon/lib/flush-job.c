@@ -96,11 +96,11 @@ int flush_job_merge(struct flush_job *into, const struct flush_job *j, bool *ret
 	}
 	/* written and waited for covers started; started for the writer
 	 * covers started for the pod */
-	if (into->mode != FLUSH_MODE_HANDOVER && j->mode != FLUSH_MODE_HANDOVER && j->mode > into->mode)
-		into->mode = j->mode;
-	if (j->mode == FLUSH_MODE_HANDOVER && into->mode != FLUSH_MODE_HANDOVER) {
+	if (into->purpose != FLUSH_FOR_HANDOVER && j->purpose != FLUSH_FOR_HANDOVER && j->purpose > into->purpose)
+		into->purpose = j->purpose;
+	if (j->purpose == FLUSH_FOR_HANDOVER && into->purpose != FLUSH_FOR_HANDOVER) {
 		/* the handover's flush covers the pod's (or the evidence's) inodes too */
-		into->mode = FLUSH_MODE_HANDOVER;
+		into->purpose = FLUSH_FOR_HANDOVER;
 		if (into->use_inodes && !j->use_inodes)
 			drop_inodes(into);
 	}

@@ -98,7 +98,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 
 		if (fd < 0)
 			j->result = -errno;
-		else if (j->mode == FLUSH_MODE_EXPIRY) {
+		else if (j->purpose == FLUSH_FOR_EXPIRY) {
 			/* Start writeback of the pod's inodes and return, as the
 			 * kernel's expiry does; syncfs only if handles are refused. */
 			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes, FLUSH_INODE_START,
@@ -109,7 +109,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 				j->fell_back = true;
 				j->result = job_syncfs(j, fd, 1);
 			}
-		} else if (j->mode == FLUSH_MODE_EVIDENCE || j->mode == FLUSH_MODE_EXIT) {
+		} else if (j->purpose == FLUSH_FOR_EVIDENCE || j->purpose == FLUSH_FOR_EXIT) {
 			/* The removed cgroup's own inodes, nobody else's, no
 			 * journal commit. Evidence: their writeback started, as
 			 * the kernel's own foreign flush would have queued it
@@ -120,7 +120,7 @@ static void run_job(struct flush_pool *p, struct flush_job *j)
 			 * recipe); the cleanup follows once the wb drains.
 			 * Without a set, or with handles refused: syncfs. */
 			j->result = j->use_inodes ? flush_inodes(fd, j->fstype, j->inodes, j->n_inodes,
-								 j->mode == FLUSH_MODE_EXIT ? FLUSH_INODE_WRITE_WAIT
+								 j->purpose == FLUSH_FOR_EXIT ? FLUSH_INODE_WRITE_WAIT
 											    : FLUSH_INODE_START,
 								 &j->stats)
 						  : -EOPNOTSUPP;
@@ -188,11 +188,11 @@ static struct flush_job *take_ready(struct flush_pool *p, uint64_t now, uint64_t
 		 * removed cgroup's own files (evidence, expiry) costs no
 		 * neighbour anything and is not held; but where handles are
 		 * refused such a job becomes a syncfs, and is held like one */
-		bool own_files = j->use_inodes && j->mode != FLUSH_MODE_HANDOVER && !p->handles_refused &&
+		bool own_files = j->use_inodes && j->purpose != FLUSH_FOR_HANDOVER && !p->handles_refused &&
 				 !(s && s->handles_refused);
 		uint64_t ready = s && s->last_start && p->interval && !own_files ? s->last_start + p->interval : 0;
 
-		if (own_files && j->mode == FLUSH_MODE_EXIT && s)
+		if (own_files && j->purpose == FLUSH_FOR_EXIT && s)
 			ready = s->exit_ready; /* bytes, not calls */
 
 		if (ready > now) {
@@ -279,7 +279,7 @@ static void *worker(void *userdata)
 		if (s) {
 			s->running = NULL;
 			s->st.device_bytes += j->device_bytes;
-			if (j->mode == FLUSH_MODE_EXIT) {
+			if (j->purpose == FLUSH_FOR_EXIT) {
 				s->st.exit_jobs++;
 				s->st.exit_bytes += j->device_bytes;
 				s->exit_ready = p->exit_rate ? now_usec() + j->device_bytes * 1000000 / p->exit_rate : 0;

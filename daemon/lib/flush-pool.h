@@ -33,19 +33,16 @@ enum flush_kind { FLUSH_FS, FLUSH_BDEV };
 #define FLUSH_JOB_WAITERS_MAX 4096
 #define FLUSH_SLOT_OVERFLOW_MAX 15 /* full waiting jobs queued behind one: 65,536 waiters a target */
 
-/* HANDOVER: a removed cgroup's data, all of it, before its wb dies (fsync
- * the inodes, then one syncfs pass; or syncfs passes). EXPIRY: a live pod's
- * dirty data that is due (start writeback of its inodes, like the kernel's
- * own expiry does, and nobody else's). EVIDENCE: a removed cgroup's inodes
- * a replacement writes to (write their pages and wait; syncfs only where
- * handles are refused or the inode set is incomplete). A job that needs a
- * HANDOVER and another is a HANDOVER: its syncfs covers the others. */
 /* What a job does with its inodes, from least to most: start their
- * writeback (EXPIRY, EVIDENCE: the writer waits for the pages, not for us),
- * write them and wait (EXIT: the cgroup's own data as it empties, held by
- * the per-device byte budget), or fsync them and syncfs (HANDOVER). A
- * merged job does the most its parts asked. */
-enum flush_mode { FLUSH_MODE_HANDOVER, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXIT };
+ * writeback (EXPIRY: a live pod's dirty data that is due, like the kernel's
+ * own expiry; EVIDENCE: a removed cgroup's inodes a replacement writes to,
+ * the writer waiting for the pages, not for us), write them and wait (EXIT:
+ * the cgroup's own data as it empties, held by the per-device byte budget),
+ * or fsync them and syncfs (HANDOVER: a removed cgroup's data, all of it,
+ * before its wb dies). Without an inode set, or with handles refused, each
+ * falls back to syncfs. A merged job does the most its parts asked; a
+ * HANDOVER covers the others. */
+enum flush_purpose { FLUSH_FOR_HANDOVER, FLUSH_FOR_EXPIRY, FLUSH_FOR_EVIDENCE, FLUSH_FOR_EXIT };
 
 struct flush_job {
 	struct flush_job *next;
@@ -54,7 +51,7 @@ struct flush_job {
 	enum flush_kind kind;
 	char fstype[32];
 	char mount[4096];        /* mount point; for FLUSH_BDEV the device node */
-	enum flush_mode mode;
+	enum flush_purpose purpose;
 	unsigned passes;         /* syncfs passes */
 	bool use_inodes;         /* fsync these inodes instead of syncfs */
 	struct wbg_inode_key *inodes;
@@ -133,7 +130,7 @@ int flush_job_add_pod(struct flush_job *j, uint64_t cgroup_id);
 int flush_job_add_inodes(struct flush_job *j, const struct wbg_inode_key *v, size_t n);
 void flush_job_free(struct flush_job *j);
 /* j's request into into (same target): its waiters and pods, the most its
- * mode asks, its inodes or the whole filesystem. -EBUSY: into has too many
+ * purpose asks, its inodes or the whole filesystem. -EBUSY: into has too many
  * waiters. ret_capped: the inode list hit FLUSH_JOB_INODES_MAX and became
  * the whole filesystem. */
 int flush_job_merge(struct flush_job *into, const struct flush_job *j, bool *ret_capped);

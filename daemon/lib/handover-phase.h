@@ -4,8 +4,10 @@
  * function, (phase, event) -> (phase, actions), the only place a phase
  * changes. Events are facts the lifecycle's code has established (a plan,
  * a removal, a flush's end, a wb_stats read, a timer); the table decides
- * what follows; the caller carries out the actions it names, in the order
- * of their bits.
+ * what follows; lifecycle.c's carry_out() does the actions it names in the
+ * order of their bits, with two parts of one action elsewhere: SUBMIT's
+ * state-dir record is written with SAVE_PENDING's, and an ending watched
+ * handover's watch outcome is counted before UNWATCH.
  *
  * Every mode shares one pipeline after the removal: eager enters it at
  * FLUSHING, on-evidence at WATCHED (through DEFERRED while the emptied
@@ -65,7 +67,7 @@ enum wbg_event {
 	_WBG_EVENT_MAX,
 };
 
-/* What the caller does after the phase changed, in this order. */
+/* What carry_out() does after the phase changed, in this order (above). */
 enum wbg_action {
 	WBG_ACT_SUBMIT = 1 << 0,          /* submit the plan at hand (the event's) */
 	WBG_ACT_FLUSH_ALL = 1 << 1,       /* plan and submit all of its data */

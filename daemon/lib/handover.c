@@ -109,7 +109,6 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 						      : "a target failed (see the log)";
 	}
 	h->inodes_synced += j->stats.inodes_synced;
-	h->inodes_gone += j->stats.inodes_gone;
 	h->inodes_skipped += j->stats.inodes_skipped;
 	h->device_bytes += j->device_bytes;
 }

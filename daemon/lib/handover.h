@@ -70,14 +70,14 @@ struct wbg_handover {
 	const char *plan_source;
 	unsigned n_targets, n_fs, n_bdev, n_inode_targets, n_pending, n_failed;
 	unsigned n_excluded; /* filesystems left out by [flush] exclude_fstypes */
-	uint64_t inodes_synced, inodes_gone, inodes_skipped, device_bytes;
+	uint64_t inodes_synced, inodes_skipped, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup;
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
-	enum flush_mode flush_mode;  /* its current flush: all of it, its inodes' start (evidence), the exit recipe */
+	enum flush_purpose flush_purpose;  /* its current flush: all of it, its inodes' start (evidence), the exit recipe */
 	bool exit_recipe;            /* its first flush was the exit recipe's: its removal is watched */
 	/* on-evidence: its place in the watch table (lifecycle.h) */
 	bool watch;                  /* in the table now */

@@ -68,7 +68,7 @@ static enum wbg_event end_early(struct wbg_cgroup *c, struct wbg_handover *h, en
 static void exit_recipe(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
 {
 	h->exit_recipe = true;
-	h->flush_mode = FLUSH_MODE_EXIT;
+	h->flush_purpose = FLUSH_FOR_EXIT;
 	hs->stats.exit_flushes++;
 	for (size_t i = 0; i < plan->n; i++)
 		if (plan->t[i].kind == FLUSH_FS) {

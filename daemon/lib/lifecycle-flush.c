@@ -47,7 +47,7 @@ int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan 
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_mode, handover_waiter(h));
+		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_purpose, handover_waiter(h));
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -83,7 +83,7 @@ void hs_flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
 	struct wbg_plan plan = { 0 };
 	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
 
-	h->flush_mode = inodes ? FLUSH_MODE_EVIDENCE : FLUSH_MODE_HANDOVER;
+	h->flush_purpose = inodes ? FLUSH_FOR_EVIDENCE : FLUSH_FOR_HANDOVER;
 	hs->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);

@@ -74,7 +74,7 @@ struct wbg_flusher_ops {
 	int (*plan_recorded)(void *userdata, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret);
 	/* One target as a pool job; lifecycle_job_done() follows. -EBUSY: the
 	 * target takes no more (its flush hangs). */
-	int (*submit)(void *userdata, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t handover_id);
+	int (*submit)(void *userdata, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t handover_id);
 	/* A flush timed out: workers stuck in the kernel are replaced. */
 	void (*timed_out)(void *userdata);
 	/* The state dir's record of a flush in flight or a watch (pending.h). */

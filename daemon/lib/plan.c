@@ -304,17 +304,17 @@ int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct
 	return 0;
 }
 
-int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
+int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id)
 {
 	struct flush_job *j = flush_job_new(t->dev, t->kind, t->fstype, t->mount);
 	int r;
 
 	if (!j)
 		return -ENOMEM;
-	j->mode = mode;
+	j->purpose = purpose;
 	j->passes = t->passes;
 	j->use_inodes = t->use_inodes;
-	r = mode == FLUSH_MODE_EXPIRY ? flush_job_add_pod(j, id) : flush_job_add_waiter(j, id);
+	r = purpose == FLUSH_FOR_EXPIRY ? flush_job_add_pod(j, id) : flush_job_add_waiter(j, id);
 	if (r == 0 && t->use_inodes)
 		r = flush_job_add_inodes(j, t->inodes, t->n_inodes);
 	if (r == 0)

@@ -65,7 +65,7 @@ void plan_free(struct wbg_plan *p);
 int plan_add_inode(struct wbg_plan *p, const struct wbg_inode_key *k);
 /* One target as a job in the pool: for a handover (id = the handover's) or a
  * pod's expiry (id = its cgroup's). */
-int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id);
+int plan_target_submit(struct flush_pool *pool, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id);
 /* Whether a filesystem type has writeback at all (tmpfs, proc... do not). */
 bool fstype_has_writeback(const char *fstype);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Does this kernel reach dying wbs (seed 000) and flush foreign block-device
- * mappings separately (seed 001)? Decided from evidence, never from a version
+ * Does this kernel reach dying wbs (the dying-wb fallback) and flush foreign
+ * block-device mappings separately (the separate bdev flush)? Decided from evidence, never from a version
  * number: symbols, tracepoint formats, and what the kernel's foreign flushes
  * actually returned for dying targets.
  */
@@ -24,7 +24,7 @@ struct wbg_evidence {
 	bool tp_dev_field;           /* writeback:flush_foreign has a "dev" field */
 	uint64_t bdev_flushes;       /* ... and the kernel was seen calling it */
 	/* foreign dirtying of a block device's page cache, as the kernel took it */
-	uint64_t bdev_dirty_own_path;    /* on seed 001's path (event's dev != 0) */
+	uint64_t bdev_dirty_own_path;    /* on the separate bdev flush's path (dev != 0) */
 	uint64_t bdev_dirty_shared_path; /* on the owner-wb path (dev 0, or no dev) */
 };
 
@@ -35,7 +35,8 @@ struct wbg_evidence {
  * Missing when flushes to dying targets were seen and every one failed.
  * Unknown without evidence either way. */
 enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e);
-/* What the kernel did decides first: active once it took seed 001's path
+/* What the kernel did decides first: active once it took the separate
+ * bdev flush's path
  * (a bdev flush, or a foreign bdev dirtying with dev set); missing once a
  * foreign bdev dirtying went down the owner-wb path although the code is
  * there (dormant: seen on a build whose workqueue is never allocated).

@@ -94,10 +94,10 @@ static int run_to_end(pid_t pid)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
-/* Seed 001's case at small scale: cgroup a dirties a block device's own page
+/* The separate bdev flush's case at small scale: cgroup a dirties a block device's own page
  * cache first (its wb owns the bdev inode), then cgroup b dirties other pages
  * of it: foreign dirtying of a bdev mapping, which the BPF counters see and
- * whose dev argument says whether the kernel took seed 001's path. The block
+ * whose dev argument says whether the kernel took that flush's own path. The block
  * device is a loop device over a sparse file in the probe's directory,
  * detached by the kernel when its last user closes it (autoclear). */
 static int bdev_probe(const struct verify_opts *o, const char *parent, const char *dir)

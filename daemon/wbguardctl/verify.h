@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The active probe behind `wbguardctl verify`: seed 000's minimal recipe at
- * small scale. A private scratch cgroup's "old" child appends to a few files
+ * The active probe behind `wbguardctl verify`: the stall's minimal recipe
+ * at small scale. A private scratch cgroup's "old" child appends to a few files
  * and exits with them dirty, is removed, and a "new" sibling keeps appending
  * under a small parent memory.max until the kernel makes a foreign flush to
  * the dying wb; what that returns (counted by BPF) is the verdict's evidence.

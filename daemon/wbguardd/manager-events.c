@@ -52,11 +52,11 @@ static void forget_dirtied(struct manager *m, uint64_t id)
  * ring's other news (releases, dirtying of armed cgroups, evidence). Most
  * removals are inotify's news too; this catches the ones created and
  * removed before inotify's events about them could be acted on. */
-int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata)
+int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 {
 	struct manager *m = userdata;
 	struct wbg_cgroup tmp = { .id = e->cgroup_id, .wd_dir = -1, .wd_events = -1, .removed = true };
-	char path[WBG_RMDIR_PATH_MAX];
+	char path[WBG_RING_PATH_MAX];
 	const char *owner = NULL;
 	bool ancestor_only;
 

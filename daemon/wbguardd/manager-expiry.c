@@ -133,7 +133,7 @@ static int op_writeback(void *userdata, uint64_t cgroup_id, const char *path)
 	for (size_t i = 0; i < plan.n; i++) {
 		if (plan.t[i].kind != FLUSH_FS)
 			continue;
-		if (plan_target_submit(m->pool, &plan.t[i], FLUSH_MODE_EXPIRY, cgroup_id) < 0) {
+		if (plan_target_submit(m->pool, &plan.t[i], FLUSH_FOR_EXPIRY, cgroup_id) < 0) {
 			log_oom();
 			break;
 		}

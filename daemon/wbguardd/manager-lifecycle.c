@@ -68,11 +68,11 @@ static int op_plan_recorded(void *userdata, const dev_t *devs, const bool *bdev,
 	return handover_plan_recorded(&m->cfg, &m->host.mounts, &m->host.bdevs, devs, bdev, n, ret);
 }
 
-static int op_submit(void *userdata, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
+static int op_submit(void *userdata, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id)
 {
 	struct manager *m = userdata;
 
-	return plan_target_submit(m->pool, t, mode, id);
+	return plan_target_submit(m->pool, t, purpose, id);
 }
 
 static void op_timed_out(void *userdata)

@@ -74,11 +74,11 @@ static int on_expiry_due(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static int on_rmdir_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_ring_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct manager *m = userdata;
 
-	(void)wbg_bpf_rmdir_consume(m->bpf);
+	(void)wbg_bpf_ring_consume(m->bpf);
 	return 0;
 }
 
@@ -426,10 +426,10 @@ int manager_start(struct manager *m)
 	r = probe_http_start(&m->probes, m->event, m->cfg.metrics_probe_listen, is_ready, m);
 	if (r < 0)
 		return r;
-	if (m->bpf && wbg_bpf_rmdir_open(m->bpf, manager_on_rmdir_event, m) >= 0) {
-		r = sd_event_add_io(m->event, &m->rmdir_source, wbg_bpf_rmdir_fd(m->bpf), EPOLLIN, on_rmdir_io, m);
+	if (m->bpf && wbg_bpf_ring_open(m->bpf, manager_on_ring_event, m) >= 0) {
+		r = sd_event_add_io(m->event, &m->ring_source, wbg_bpf_ring_fd(m->bpf), EPOLLIN, on_ring_io, m);
 		if (r < 0)
-			log_warning_errno(r, "Cannot watch the BPF removal ring: inotify alone sees removals");
+			log_warning_errno(r, "Cannot watch the BPF event ring: inotify alone sees removals");
 		else
 			manager_stall_events_update(m);
 	}
@@ -478,7 +478,7 @@ struct manager *manager_free(struct manager *m)
 	m->verdict_source = sd_event_source_disable_unref(m->verdict_source);
 	m->lifecycle_source = sd_event_source_disable_unref(m->lifecycle_source);
 	m->expiry_source = sd_event_source_disable_unref(m->expiry_source);
-	m->rmdir_source = sd_event_source_disable_unref(m->rmdir_source);
+	m->ring_source = sd_event_source_disable_unref(m->ring_source);
 	m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
 	m->pool_source = sd_event_source_disable_unref(m->pool_source);
 	host_stop(&m->host);

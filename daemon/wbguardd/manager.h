@@ -79,7 +79,7 @@ struct manager {
 	unsigned name_retries;             /* RequestName denied: asked again */
 	sd_event_source *name_retry_source;
 
-	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *rmdir_source;
+	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *ring_source;
 	sd_event_source *lifecycle_source, *expiry_source, *verdict_source;
 };
 
@@ -119,8 +119,8 @@ void manager_bus_connected(void *userdata, sd_bus *bus);
 /* The sources' news to the parts (manager-events.c). */
 extern const struct wbg_watch_ops manager_watch_ops;
 extern const struct wbg_systemd_ops manager_systemd_ops;
-struct wbg_rmdir_event;
-int manager_on_rmdir_event(const struct wbg_rmdir_event *e, void *userdata);
+struct wbg_ring_event;
+int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata);
 
 /* Journal catalog ids (journalctl MESSAGE_ID=...): a kernel verdict that
  * changed, a configuration reload refused. */

@@ -56,11 +56,11 @@ static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t 
 	return add_targets(ret, x.recorded_targets, "recorded");
 }
 
-static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_mode mode, uint64_t id)
+static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id)
 {
 	if (x.submit_result < 0)
 		return x.submit_result;
-	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = handover_waiter_id(id), .waiter = id, .mode = mode, .dev = t->dev, .n_inodes = t->n_inodes,
+	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = handover_waiter_id(id), .waiter = id, .purpose = purpose, .dev = t->dev, .n_inodes = t->n_inodes,
 						    .first_ino = t->n_inodes ? t->inodes[0].ino : 0 };
 	return 0;
 }

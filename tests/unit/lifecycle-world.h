@@ -22,7 +22,7 @@
 struct submitted {
 	uint64_t id;     /* the handover's */
 	uint64_t waiter; /* ... with its flush round (handover_waiter()) */
-	enum flush_mode mode;
+	enum flush_purpose purpose;
 	dev_t dev;
 	size_t n_inodes;
 	uint64_t first_ino;

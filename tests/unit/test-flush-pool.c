@@ -129,7 +129,7 @@ static struct flush_job *evidence_job(dev_t dev, uint64_t waiter)
 	struct flush_job *j = job(dev, "/e", waiter);
 	struct wbg_inode_key k = { .ino = waiter, .dev = (uint32_t)dev };
 
-	j->mode = FLUSH_MODE_EVIDENCE;
+	j->purpose = FLUSH_FOR_EVIDENCE;
 	j->use_inodes = true;
 	flush_job_add_inodes(j, &k, 1);
 	return j;
@@ -150,7 +150,7 @@ static uint64_t evidence_burst(bool probe_ok, void (*run)(struct flush_job *j, v
 		/* an expiry job without an inode set goes first */
 		struct flush_job *e = job(9, "/e", 99);
 
-		e->mode = FLUSH_MODE_EXPIRY;
+		e->purpose = FLUSH_FOR_EXPIRY;
 		flush_pool_submit(p, e);
 		usleep(20 * 1000);
 		(void)collect(p, 0, NULL);
@@ -190,14 +190,14 @@ static void refused_handles(void)
 static void exit_run(struct flush_job *j, void *userdata)
 {
 	j->result = 0;
-	j->device_bytes = j->mode == FLUSH_MODE_EXIT ? 64ULL << 20 : 0;
+	j->device_bytes = j->purpose == FLUSH_FOR_EXIT ? 64ULL << 20 : 0;
 }
 
 static struct flush_job *exit_job(dev_t dev, uint64_t waiter)
 {
 	struct flush_job *j = evidence_job(dev, waiter);
 
-	j->mode = FLUSH_MODE_EXIT;
+	j->purpose = FLUSH_FOR_EXIT;
 	return j;
 }
 
@@ -242,13 +242,13 @@ static void exit_budget(void)
 static void merge_modes(void)
 {
 	static const struct {
-		enum flush_mode into, j, want;
+		enum flush_purpose into, j, want;
 	} cases[] = {
-		{ FLUSH_MODE_EXPIRY, FLUSH_MODE_EXIT, FLUSH_MODE_EXIT },
-		{ FLUSH_MODE_EXIT, FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXIT },
-		{ FLUSH_MODE_EVIDENCE, FLUSH_MODE_EXPIRY, FLUSH_MODE_EVIDENCE },
-		{ FLUSH_MODE_EXIT, FLUSH_MODE_HANDOVER, FLUSH_MODE_HANDOVER },
-		{ FLUSH_MODE_HANDOVER, FLUSH_MODE_EXIT, FLUSH_MODE_HANDOVER },
+		{ FLUSH_FOR_EXPIRY, FLUSH_FOR_EXIT, FLUSH_FOR_EXIT },
+		{ FLUSH_FOR_EXIT, FLUSH_FOR_EVIDENCE, FLUSH_FOR_EXIT },
+		{ FLUSH_FOR_EVIDENCE, FLUSH_FOR_EXPIRY, FLUSH_FOR_EVIDENCE },
+		{ FLUSH_FOR_EXIT, FLUSH_FOR_HANDOVER, FLUSH_FOR_HANDOVER },
+		{ FLUSH_FOR_HANDOVER, FLUSH_FOR_EXIT, FLUSH_FOR_HANDOVER },
 	};
 	unsigned ok = 0;
 
@@ -256,9 +256,9 @@ static void merge_modes(void)
 		struct flush_job *a = evidence_job(5, 1), *b = evidence_job(5, 2);
 		bool capped = true;
 
-		a->mode = cases[i].into;
-		b->mode = cases[i].j;
-		ok += flush_job_merge(a, b, &capped) == 0 && a->mode == cases[i].want && !capped && a->n_waiters == 2;
+		a->purpose = cases[i].into;
+		b->purpose = cases[i].j;
+		ok += flush_job_merge(a, b, &capped) == 0 && a->purpose == cases[i].want && !capped && a->n_waiters == 2;
 		flush_job_free(a);
 		flush_job_free(b);
 	}
@@ -366,10 +366,10 @@ int main(void)
 		size_t pods = 0, hw = 0;
 		bool fell_back = false, handover_mode = false;
 
-		e->mode = e2->mode = FLUSH_MODE_EXPIRY;
+		e->purpose = e2->purpose = FLUSH_FOR_EXPIRY;
 		flush_job_add_pod(e, 7);
 		flush_job_add_pod(e2, 8);
-		h->mode = FLUSH_MODE_HANDOVER;
+		h->purpose = FLUSH_FOR_HANDOVER;
 		CHECK(flush_pool_submit(p, e) == 0 && flush_pool_submit(p, e2) == 0 && flush_pool_submit(p, h) == 0,
 		      "two expiry jobs and a handover job for one target");
 		while (pods + hw < 3) {
@@ -380,8 +380,8 @@ int main(void)
 			while ((j = flush_pool_take_done(p))) {
 				pods += j->n_pods;
 				hw += j->n_waiters;
-				fell_back |= j->mode == FLUSH_MODE_EXPIRY && j->fell_back && j->result == 0;
-				handover_mode |= j->n_waiters && j->n_pods && j->mode == FLUSH_MODE_HANDOVER;
+				fell_back |= j->purpose == FLUSH_FOR_EXPIRY && j->fell_back && j->result == 0;
+				handover_mode |= j->n_waiters && j->n_pods && j->purpose == FLUSH_FOR_HANDOVER;
 				flush_job_free(j);
 			}
 		}

@@ -41,7 +41,7 @@ static void test_flush_then_removal(void)
 	c = cgroup(800, "k/exit");
 	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
-	CHECK(h && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EXIT &&
+	CHECK(h && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT &&
 		      x.last_plan_inodes,
 	      "populated 0: its own inodes planned and submitted as the exit recipe, before any removal");
 	CHECK(hs.stats.exit_flushes == 1 && hs.stats.exit_targets_inodes == 1 && hs.stats.exit_targets_syncfs == 0,
@@ -75,7 +75,7 @@ static void test_missed(void)
 	h = exited(810, "k/missed");
 	id = h->id;
 	CHECK(lifecycle_evidence(&hs, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
-		      x.sub[1].mode == FLUSH_MODE_EVIDENCE,
+		      x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
 	x.wb_dirty[x.n_wb_dirty++] = 810;
 	job_done(id, 0);
@@ -123,7 +123,7 @@ static void test_still_dirty(void)
 	advance(x.now + S / 2);
 	CHECK(h->phase == WBG_PHASE_WATCHED && x.armed == 2 && !x.last_arm_stall_only,
 	      "dirty at the check: watched, armed for either sign (no flush of ours since the exit recipe's)");
-	CHECK(lifecycle_evidence(&hs, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].mode == FLUSH_MODE_EVIDENCE,
+	CHECK(lifecycle_evidence(&hs, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "the replacement's first dirtying: its inodes flushed at once");
 	job_done(id, 0);
 	advance(x.now + S / 2);
@@ -154,7 +154,7 @@ static void test_bounds(void)
 	x.plan_uses_inodes = false;
 	c = cgroup(840, "k/incomplete");
 	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EXIT && hs.stats.exit_targets_syncfs == 1 &&
+	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT && hs.stats.exit_targets_syncfs == 1 &&
 		      hs.stats.exit_targets_inodes == 0,
 	      "an incomplete inode set: the filesystem submitted (the pool's syncfs), counted as the fallback");
 	teardown();
@@ -163,7 +163,7 @@ static void test_bounds(void)
 	setup_exit();
 	c = cgroup(850, "k/api");
 	CHECK(lifecycle_flush_request(&hs, c, c->path, 60 * S, &x.calls[0]) >= 0 && x.n_sub == 1 &&
-		      x.sub[0].mode == FLUSH_MODE_HANDOVER && !x.last_plan_inodes && hs.stats.exit_flushes == 0,
+		      x.sub[0].purpose == FLUSH_FOR_HANDOVER && !x.last_plan_inodes && hs.stats.exit_flushes == 0,
 	      "an API flush in exit mode: all of its data, as before");
 	teardown();
 }
@@ -182,7 +182,7 @@ static void test_stop_job(void)
 	h = c->handover;
 	x.last_plan_inodes = false;
 	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 && x.sub[1].mode == FLUSH_MODE_EXIT && x.last_plan_inodes,
+	CHECK(h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EXIT && x.last_plan_inodes,
 	      "populated 0 after the stop job: its own inodes again, the exit recipe");
 	job_done(id, 0);
 	job_done(id, 0);

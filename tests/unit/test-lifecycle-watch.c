@@ -58,7 +58,7 @@ static void test_evidence(void)
 	h = watched(7, "k/ev");
 	id = h->id;
 	x.now += S;
-	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_EVIDENCE &&
+	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EVIDENCE &&
 		      h->phase == WBG_PHASE_FLUSHING,
 	      "evidence: its own inodes flushed at once");
 	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
@@ -220,7 +220,7 @@ static void test_max_age(void)
 	advance(x.now + 299 * S);
 	CHECK(x.n_sub == 0, "not yet at 299 s");
 	advance(x.now + 2 * S);
-	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_HANDOVER && hs.watch_stats.expired == 1,
+	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER && hs.watch_stats.expired == 1,
 	      "at watch_max_age_sec: all of it flushed, counted");
 	job_done(h->id, 0);
 	advance(x.now + 3 * S);
@@ -296,7 +296,7 @@ static void test_bounds(void)
 	(void)watched(2, "k/two");
 	(void)watched(3, "k/three");
 	CHECK(hs.n_watched == 2 && hs.watch_share.refused[WBG_SHARE_FULL] == 1 && x.n_sub == 1 &&
-		      x.sub[0].mode == FLUSH_MODE_HANDOVER,
+		      x.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "a removal past watch_max: refused, counted, flushed at once as eager");
 	lifecycle_released(&hs, 2);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && hs.n_watched == 1 &&

@@ -21,7 +21,7 @@ static void test_eager(void)
 	a = cgroup(100, "kubepods/a");
 	b = cgroup(101, "kubepods/b");
 	ida = lifecycle_event(&hs, a, WBG_TRIGGER_POPULATED_0);
-	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].mode == FLUSH_MODE_HANDOVER,
+	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "eager: populated 0 with dirty data submits its plan at once");
 	CHECK(x.pending_saves == 1 && hs.n_active == 1, "eager: its pending record is saved while the flush runs");
 	CHECK(x.scheduled == x.now + 30 * S, "eager: the one timer is due at its flush timeout");
@@ -319,7 +319,7 @@ static void test_on_evidence(void)
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
 	CHECK(lifecycle_evidence(&hs, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
-		      x.sub[0].mode == FLUSH_MODE_EVIDENCE && x.last_plan_inodes,
+		      x.sub[0].purpose == FLUSH_FOR_EVIDENCE && x.last_plan_inodes,
 	      "evidence: its own inodes flushed at once, evidence mode");
 	CHECK(lifecycle_evidence(&hs, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
 	x.n_wb_dirty = 0;
@@ -353,7 +353,7 @@ static void test_on_evidence(void)
 	c = cgroup(730, "k/full");
 	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
-	CHECK(x.n_sub == 1 && x.sub[0].mode == FLUSH_MODE_HANDOVER, "the watch table full: flushed at once, as eager");
+	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER, "the watch table full: flushed at once, as eager");
 	teardown();
 }
 
