@@ -19,7 +19,7 @@ if prule.get("kind") != "PrometheusRule" or prule["spec"]["groups"] != rules["gr
     problems.append("units/kubernetes/prometheusrule.yaml: spec.groups differ from units/prometheus/wbguard-rules.yml")
 
 exported = set()
-for f in glob.glob(os.path.join(top, "daemon/*/*.c")):
+for f in glob.glob(os.path.join(top, "daemon/**/*.c"), recursive=True):
     exported |= set(re.findall(r'"(wbguard_[a-z0-9_]+)', open(f).read()))
 
 def used(expr):

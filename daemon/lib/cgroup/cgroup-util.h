@@ -9,20 +9,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* Finds "key value" in a flat-keyed file's text (memory.stat, cgroup.stat,
- * cgroup.events). -ENOENT when the key is absent, -EINVAL when its value is
- * not a number. */
-int keyed_file_parse_u64(const char *text, const char *key, uint64_t *ret);
-
-/* Reads a whole small file (at most max bytes) into a NUL-terminated buffer. */
-int read_small_file_at(int dirfd, const char *path, size_t max, char **ret);
-/* The same from an open fd (stdin, a file opened with care); -EFBIG when it
- * holds max bytes or more; ret_len may be NULL. */
-int read_small_fd(int fd, size_t max, char **ret, size_t *ret_len);
-int write_string_file_at(int dirfd, const char *path, const char *s);
-/* Replaces path with s whole: written to path.tmp (fsync'ed when sync),
- * then renamed, so a crash leaves the old file or the new one. */
-int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode);
+#include "file-util.h" /* most callers read a cgroup file and another file */
 
 /* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */
 int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,
@@ -46,6 +33,3 @@ int cg_memory_delegated(const char *root);
 int cg_rmdir(const char *root, const char *path, unsigned timeout_ms);
 /* The cgroup's id: its inode number in cgroupfs, what BPF sees as kn->id. */
 int cg_id(const char *root, const char *path, uint64_t *ret);
-
-/* Whether /proc/kallsyms (path given, for tests) lists the symbol. */
-int kallsyms_has(const char *path, const char *symbol);

@@ -448,7 +448,7 @@ void conf_keys_reference(FILE *f)
 
 	config_init(&def);
 	fputs("# wbguardd's configuration keys\n\n"
-	      "Generated from the parser's key table (daemon/lib/conf-keys.c) by\n"
+	      "Generated from the parser's key table (daemon/lib/config/conf-keys.c) by\n"
 	      "`build/tests/test-conf-keys --reference`; a unit test fails when this file\n"
 	      "and the table differ. The file, its drop-ins and each key's meaning in\n"
 	      "full: wbguard.conf(5) and conf/wbguard.conf.\n\n"
