@@ -217,7 +217,7 @@ const struct wbg_lifecycle_ops ops = {
 
 struct wbg_registry reg;
 struct wbg_containers containers;
-struct wbg_lifecycle hs;
+struct wbg_lifecycle lc;
 char dir[] = "/tmp/wbg-handovers-XXXXXX";
 
 void reset_world(void)
@@ -241,13 +241,13 @@ void setup(bool on_evidence)
 
 	reset_world();
 	reg = (struct wbg_registry){ 0 };
-	lifecycle_init(&hs, &p, &reg, &containers, &ops, NULL);
-	lifecycle_open_ids(&hs, dir, 0);
+	lifecycle_init(&lc, &p, &reg, &containers, &ops, NULL);
+	lifecycle_open_ids(&lc, dir, 0);
 }
 
 void teardown(void)
 {
-	lifecycle_stop(&hs);
+	lifecycle_stop(&lc);
 	registry_free(&reg);
 }
 
@@ -264,7 +264,7 @@ struct wbg_cgroup *cgroup(uint64_t id, const char *path)
 
 void job_done(uint64_t id, int result)
 {
-	const struct wbg_handover *h = lifecycle_find(&hs, id);
+	const struct wbg_handover *h = lifecycle_find(&lc, id);
 
 	/* the handover's current round's job */
 	job_done_waiter(h ? handover_waiter(h) : id, result);
@@ -279,7 +279,7 @@ void job_done_waiter(uint64_t waiter, int result)
 	j->result = result;
 	j->started_usec = x.now;
 	j->device_bytes = 4096;
-	lifecycle_job_done(&hs, j);
+	lifecycle_job_done(&lc, j);
 	flush_job_free(j);
 }
 
@@ -291,7 +291,7 @@ void advance(uint64_t t)
 		if (x.scheduled > x.now)
 			x.now = x.scheduled;
 		x.scheduled = 0;
-		lifecycle_tick(&hs);
+		lifecycle_tick(&lc);
 	}
 	x.now = t;
 }
@@ -299,7 +299,7 @@ void advance(uint64_t t)
 void removed(struct wbg_cgroup *c)
 {
 	c->removed = true;
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_REMOVED);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_REMOVED);
 	registry_remove(&reg, c);
 }
 

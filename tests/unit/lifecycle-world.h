@@ -73,7 +73,7 @@ extern struct world x;
 extern const struct wbg_lifecycle_ops ops;
 extern struct wbg_registry reg;
 extern struct wbg_containers containers;
-extern struct wbg_lifecycle hs;
+extern struct wbg_lifecycle lc;
 extern char dir[];
 
 void reset_world(void);

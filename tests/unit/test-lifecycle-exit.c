@@ -15,7 +15,7 @@
 static void setup_exit(void)
 {
 	setup(false);
-	hs.params.at_exit = true;
+	lc.params.at_exit = true;
 	x.plan_uses_inodes = true;
 }
 
@@ -23,7 +23,7 @@ static void setup_exit(void)
 static struct wbg_handover *exited(uint64_t cgroup_id, const char *path)
 {
 	struct wbg_cgroup *c = cgroup(cgroup_id, path);
-	uint64_t id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	uint64_t id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	struct wbg_handover *h = c->handover;
 
 	job_done(id, 0);
@@ -39,24 +39,24 @@ static void test_flush_then_removal(void)
 
 	setup_exit();
 	c = cgroup(800, "k/exit");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	CHECK(h && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT &&
 		      x.last_plan_inodes,
 	      "populated 0: its own inodes planned and submitted as the exit recipe, before any removal");
-	CHECK(hs.stats.exit_flushes == 1 && hs.stats.exit_targets_inodes == 1 && hs.stats.exit_targets_syncfs == 0,
+	CHECK(lc.stats.exit_flushes == 1 && lc.stats.exit_targets_inodes == 1 && lc.stats.exit_targets_syncfs == 0,
 	      "counted: one exit flush, one filesystem by its inodes");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && x.ended == 0 && x.armed == 0,
 	      "flushed while the cgroup exists: it awaits its removal, nothing armed yet");
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&hs, 800) && x.armed == 1 && !x.last_arm_stall_only &&
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 800) && x.armed == 1 && !x.last_arm_stall_only &&
 		      x.n_sub == 1,
 	      "its removal: on the cleanup batch and watched, BPF armed for either sign, nothing written again");
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && json_has("recipe", "exit") &&
 		      strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true") &&
-		      hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1 && !lifecycle_watching(&hs, 800),
+		      lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1 && !lifecycle_watching(&lc, 800),
 	      "cleaned up and verified clean: recorded flushed before its rmdir, by the exit recipe; the watch ended "
 	      "as flushed, not drained");
 	teardown();
@@ -74,7 +74,7 @@ static void test_missed(void)
 	setup_exit();
 	h = exited(810, "k/missed");
 	id = h->id;
-	CHECK(lifecycle_evidence(&hs, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
+	CHECK(lifecycle_evidence(&lc, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
 		      x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
 	x.wb_dirty[x.n_wb_dirty++] = 810;
@@ -90,15 +90,15 @@ static void test_missed(void)
 	/* the runtime removed it while the exit flush ran */
 	setup_exit();
 	c = cgroup(820, "k/early-rmdir");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&hs, 820) && lifecycle_cgroup_active(&hs, 820) &&
+	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&lc, 820) && lifecycle_cgroup_active(&lc, 820) &&
 		      x.forgotten == 0,
 	      "removed while its exit flush runs: the flush ends first, and what it dirtied is kept for the evidence");
 	x.now += 10 * MS;
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&hs, 820) && x.armed == 1,
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 820) && x.armed == 1,
 	      "its end: cleaned up and watched");
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"flushed_before_rmdir\":false"),
@@ -123,7 +123,7 @@ static void test_still_dirty(void)
 	advance(x.now + S / 2);
 	CHECK(h->phase == WBG_PHASE_WATCHED && x.armed == 2 && !x.last_arm_stall_only,
 	      "dirty at the check: watched, armed for either sign (no flush of ours since the exit recipe's)");
-	CHECK(lifecycle_evidence(&hs, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
+	CHECK(lifecycle_evidence(&lc, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "the replacement's first dirtying: its inodes flushed at once");
 	job_done(id, 0);
 	advance(x.now + S / 2);
@@ -139,9 +139,9 @@ static void test_bounds(void)
 
 	/* the watch table full: cleaned up and verified as eager's */
 	setup_exit();
-	hs.params.watch.max = 0;
+	lc.params.watch.max = 0;
 	h = exited(830, "k/full");
-	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&hs, 830) && hs.watch_share.refused[WBG_SHARE_FULL] == 1 &&
+	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&lc, 830) && lc.watch_share.refused[WBG_SHARE_FULL] == 1 &&
 		      x.n_sub == 1,
 	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
 	advance(x.now + 2 * S);
@@ -153,17 +153,17 @@ static void test_bounds(void)
 	setup_exit();
 	x.plan_uses_inodes = false;
 	c = cgroup(840, "k/incomplete");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT && hs.stats.exit_targets_syncfs == 1 &&
-		      hs.stats.exit_targets_inodes == 0,
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT && lc.stats.exit_targets_syncfs == 1 &&
+		      lc.stats.exit_targets_inodes == 0,
 	      "an incomplete inode set: the filesystem submitted (the pool's syncfs), counted as the fallback");
 	teardown();
 
 	/* an explicit request is what it was */
 	setup_exit();
 	c = cgroup(850, "k/api");
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 60 * S, &x.calls[0]) >= 0 && x.n_sub == 1 &&
-		      x.sub[0].purpose == FLUSH_FOR_HANDOVER && !x.last_plan_inodes && hs.stats.exit_flushes == 0,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 60 * S, &x.calls[0]) >= 0 && x.n_sub == 1 &&
+		      x.sub[0].purpose == FLUSH_FOR_HANDOVER && !x.last_plan_inodes && lc.stats.exit_flushes == 0,
 	      "an API flush in exit mode: all of its data, as before");
 	teardown();
 }
@@ -178,17 +178,17 @@ static void test_stop_job(void)
 	 * populated 0 what they wrote since is written once more, the same way */
 	setup_exit();
 	c = cgroup(860, "system.slice/db.service");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_STOP_JOB);
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_STOP_JOB);
 	h = c->handover;
 	x.last_plan_inodes = false;
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EXIT && x.last_plan_inodes,
 	      "populated 0 after the stop job: its own inodes again, the exit recipe");
 	job_done(id, 0);
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL, "both flushes ended: it awaits its removal");
 	removed(c);
-	CHECK(lifecycle_watching(&hs, 860), "its removal: watched");
+	CHECK(lifecycle_watching(&lc, 860), "its removal: watched");
 	teardown();
 }
 

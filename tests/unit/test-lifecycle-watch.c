@@ -17,7 +17,7 @@ static struct wbg_handover *watched(uint64_t id, const char *path)
 	struct wbg_cgroup *c = cgroup(id, path);
 	struct wbg_handover *h;
 
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	removed(c);
 	return h;
@@ -41,8 +41,8 @@ static void test_drain(void)
 	CHECK(strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"dying_wb_clean\":true") &&
 		      strstr(x.last_json, "\"evidence\":0"),
 	      "its record says so");
-	CHECK(x.disarmed == 1 && x.forgotten == 1 && hs.n_watched == 0 &&
-		      hs.watch_stats.ended[WBG_WATCH_END_DRAINED] == 1,
+	CHECK(x.disarmed == 1 && x.forgotten == 1 && lc.n_watched == 0 &&
+		      lc.watch_stats.ended[WBG_WATCH_END_DRAINED] == 1,
 	      "disarmed, forgotten, out of the table, counted as drained");
 	teardown();
 }
@@ -58,12 +58,12 @@ static void test_evidence(void)
 	h = watched(7, "k/ev");
 	id = h->id;
 	x.now += S;
-	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EVIDENCE &&
+	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EVIDENCE &&
 		      h->phase == WBG_PHASE_FLUSHING,
 	      "evidence: its own inodes flushed at once");
-	CHECK(lifecycle_evidence(&hs, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
+	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
 	      "more evidence while it runs: noted, no second flush");
-	CHECK(lifecycle_evidence(&hs, 9, NULL, &owner) == -ENOENT && hs.watch_stats.evidence_ignored == 1,
+	CHECK(lifecycle_evidence(&lc, 9, NULL, &owner) == -ENOENT && lc.watch_stats.evidence_ignored == 1,
 	      "evidence for a cgroup not watched: -ENOENT, counted");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
@@ -78,7 +78,7 @@ static void test_evidence(void)
 	x.n_wb_dirty = 0;
 	advance(x.now + 3 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":2") &&
-		      strstr(x.last_json, "\"evidence_flushes\":2") && hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+		      strstr(x.last_json, "\"evidence_flushes\":2") && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
 	      "drained after that: ended flushed, with its evidence and flushes");
 	CHECK(strstr(x.last_json, "\"targets\":1,"), "its two flushes of one filesystem: one target in its record");
 	teardown();
@@ -91,8 +91,8 @@ static void test_evidence(void)
 	{
 		struct wbg_inode_key k = { .cgroup_id = 9, .ino = 4242, .dev = (253 << 20) | 0, .gen = 7 };
 
-		CHECK(lifecycle_evidence(&hs, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
-			      x.sub[0].first_ino == 4242 && hs.stats.evidence_inodes_added == 1,
+		CHECK(lifecycle_evidence(&lc, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
+			      x.sub[0].first_ino == 4242 && lc.stats.evidence_inodes_added == 1,
 		      "the evidence's own inode is in its flush, counted");
 	}
 	teardown();
@@ -116,8 +116,8 @@ static void test_evidence(void)
 	id = h->id;
 	advance(x.now + S + 1);
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "drained: on the cleanup batch");
-	CHECK(lifecycle_evidence(&hs, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
-		      hs.cleanup_head == NULL,
+	CHECK(lifecycle_evidence(&lc, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
+		      lc.cleanup_head == NULL,
 	      "evidence during the batch: flushed at once, off the batch");
 	job_done(id, 0);
 	advance(x.now + 2 * S);
@@ -134,7 +134,7 @@ static void test_evidence_cap(void)
 	char p[32];
 
 	setup(true);
-	hs.params.watch.evidence_per_sec = 2;
+	lc.params.watch.evidence_per_sec = 2;
 	for (uint64_t id = 21; id <= 25; id++) {
 		x.wb_dirty[x.n_wb_dirty++] = id;
 		snprintf(p, sizeof(p), "k/cap%u", (unsigned)id);
@@ -142,12 +142,12 @@ static void test_evidence_cap(void)
 	}
 	x.now += S;
 	for (uint64_t id = 21; id <= 25; id++)
-		(void)lifecycle_evidence(&hs, id, NULL, &owner);
-	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_capped == 3,
+		(void)lifecycle_evidence(&lc, id, NULL, &owner);
+	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_capped == 3,
 	      "five at once, two a second: two flushed, three put off and counted (%zu, %llu)", (size_t)x.n_sub,
-	      (unsigned long long)hs.watch_stats.evidence_capped);
+	      (unsigned long long)lc.watch_stats.evidence_capped);
 	advance(x.now + S);
-	CHECK(x.n_sub == 4 && hs.n_watched == 5, "at the next tick, a second on: two more (%zu)", (size_t)x.n_sub);
+	CHECK(x.n_sub == 4 && lc.n_watched == 5, "at the next tick, a second on: two more (%zu)", (size_t)x.n_sub);
 	advance(x.now + S);
 	CHECK(x.n_sub == 5, "and the last a second after (%zu)", (size_t)x.n_sub);
 	teardown();
@@ -161,7 +161,7 @@ static void test_evidence_tenant(void)
 	char p[64];
 
 	setup(true);
-	hs.params.watch.evidence_per_sec = 8;
+	lc.params.watch.evidence_per_sec = 8;
 	for (uint64_t id = 31; id <= 36; id++) {
 		x.wb_dirty[x.n_wb_dirty++] = id;
 		snprintf(p, sizeof(p), "system.slice/noisy.service/c%u", (unsigned)id);
@@ -171,11 +171,11 @@ static void test_evidence_tenant(void)
 	(void)watched(40, "system.slice/quiet.service");
 	x.now += S;
 	for (uint64_t id = 31; id <= 36; id++)
-		(void)lifecycle_evidence(&hs, id, NULL, &owner);
-	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_tenant_capped == 4,
+		(void)lifecycle_evidence(&lc, id, NULL, &owner);
+	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_tenant_capped == 4,
 	      "one tenant's six at once, 8 a second node-wide: its quarter (2) flushed, 4 put off and counted (%zu)",
 	      (size_t)x.n_sub);
-	(void)lifecycle_evidence(&hs, 40, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
 	CHECK(x.n_sub == 3, "another tenant's evidence flushes now (%zu)", (size_t)x.n_sub);
 	teardown();
 }
@@ -191,15 +191,15 @@ static void test_late_job(void)
 	setup(true);
 	x.wb_dirty[x.n_wb_dirty++] = 5;
 	h = watched(5, "k/late");
-	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
 	first = x.sub[x.n_sub - 1].waiter;
 	advance(x.now + 31 * S);
 	CHECK(x.timed_out == 1 && h->phase == WBG_PHASE_WATCHED, "its flush timed out: watched again (%s)",
 	      wbg_phase_to_string(h->phase));
-	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
 	CHECK(h->phase == WBG_PHASE_FLUSHING && x.sub[x.n_sub - 1].waiter != first, "the next evidence: a new round");
 	job_done_waiter(first, 0);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && hs.stats.late_jobs == 1,
+	CHECK(h->phase == WBG_PHASE_FLUSHING && lc.stats.late_jobs == 1,
 	      "the timed-out round's job finishing now: not this round's, counted late (%s)",
 	      wbg_phase_to_string(h->phase));
 	job_done(h->id, 0);
@@ -220,14 +220,14 @@ static void test_max_age(void)
 	advance(x.now + 299 * S);
 	CHECK(x.n_sub == 0, "not yet at 299 s");
 	advance(x.now + 2 * S);
-	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER && hs.watch_stats.expired == 1,
+	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER && lc.watch_stats.expired == 1,
 	      "at watch_max_age_sec: all of it flushed, counted");
 	job_done(h->id, 0);
 	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && hs.n_watched == 0 &&
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && lc.n_watched == 0 &&
 		      strcmp(x.last_reason, "not drained at watch_max_age_sec: flushed") == 0,
 	      "still dirty after that flush: given up, its slot free, the reason says why");
-	CHECK(strstr(x.last_json, "\"dying_wb_clean\":false") && hs.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1,
+	CHECK(strstr(x.last_json, "\"dying_wb_clean\":false") && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1,
 	      "recorded still dirty");
 	teardown();
 
@@ -236,12 +236,12 @@ static void test_max_age(void)
 	setup(true);
 	x.wb_dirty[x.n_wb_dirty++] = 4;
 	h = watched(4, "k/slow");
-	(void)lifecycle_evidence(&hs, 4, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 4, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
-	CHECK(h->phase == WBG_PHASE_WATCHED && hs.n_watched == 1, "flushed, still dirty: watched again");
+	CHECK(h->phase == WBG_PHASE_WATCHED && lc.n_watched == 1, "flushed, still dirty: watched again");
 	advance(x.now + 310 * S);
-	CHECK(x.ended == 1 && hs.n_watched == 0 && hs.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1 && x.n_sub == 1,
+	CHECK(x.ended == 1 && lc.n_watched == 0 && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1 && x.n_sub == 1,
 	      "a flushed watch still dirty at watch_max_age_sec ends: a tenant's slow writer keeps no slot for good");
 	teardown();
 }
@@ -268,21 +268,21 @@ static void test_no_wbstats(void)
 	x.no_wbstats = true;
 	h = watched(5, "k/stalled");
 	x.now += S;
-	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
 	job_done(h->id, 0);
 	advance(x.now + S);
 	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
 	      "flushed, and nothing can say whether it ended: watched for the stall only");
 	x.now += S;
-	(void)lifecycle_evidence(&hs, 5, NULL, &owner);
+	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
 	CHECK(x.n_sub == 2, "the stall again: flushed again");
 	job_done(h->id, 0);
 	advance(x.now + S);
-	advance(x.now + HS_QUIET_USEC - 2 * S);
+	advance(x.now + LC_QUIET_USEC - 2 * S);
 	CHECK(x.ended == 0, "not yet quiet");
 	advance(x.now + 4 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && hs.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
-	      "quiet for HS_QUIET_USEC: ended flushed");
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+	      "quiet for LC_QUIET_USEC: ended flushed");
 	teardown();
 }
 
@@ -291,28 +291,28 @@ static void test_bounds(void)
 	struct wbg_handover *h;
 
 	setup(true);
-	hs.params.watch.max = 2;
+	lc.params.watch.max = 2;
 	(void)watched(1, "k/one");
 	(void)watched(2, "k/two");
 	(void)watched(3, "k/three");
-	CHECK(hs.n_watched == 2 && hs.watch_share.refused[WBG_SHARE_FULL] == 1 && x.n_sub == 1 &&
+	CHECK(lc.n_watched == 2 && lc.watch_share.refused[WBG_SHARE_FULL] == 1 && x.n_sub == 1 &&
 		      x.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "a removal past watch_max: refused, counted, flushed at once as eager");
-	lifecycle_released(&hs, 2);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && hs.n_watched == 1 &&
-		      strstr(x.last_json, "\"dying_wb_clean\":true") && hs.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
+	lifecycle_released(&lc, 2);
+	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && lc.n_watched == 1 &&
+		      strstr(x.last_json, "\"dying_wb_clean\":true") && lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
 	      "released by the kernel: its wbs are gone, ended clean, counted dropped");
 	teardown();
 
 	/* one tenant's share: a delegated subtree churning cgroups below one
 	 * service cannot take every slot */
 	setup(true);
-	hs.params.watch.max_per_tenant = 2;
+	lc.params.watch.max_per_tenant = 2;
 	(void)watched(11, "system.slice/tenant.service/a");
 	(void)watched(12, "system.slice/tenant.service/b/c");
 	(void)watched(13, "system.slice/tenant.service/d");
 	(void)watched(14, "system.slice/other.service");
-	CHECK(hs.n_watched == 3 && hs.watch_share.refused[WBG_SHARE_TENANT] == 1 && hs.watch_share.refused[WBG_SHARE_FULL] == 0 &&
+	CHECK(lc.n_watched == 3 && lc.watch_share.refused[WBG_SHARE_TENANT] == 1 && lc.watch_share.refused[WBG_SHARE_FULL] == 0 &&
 		      x.n_sub == 1,
 	      "a tenant past watch_max_per_tenant: its third removal flushed at once, counted; another tenant still watched");
 	teardown();
@@ -327,12 +327,12 @@ static void test_bounds(void)
 		(void)watched(100 + i, p);
 	}
 	(void)watched(200, "system.slice/b.service");
-	CHECK(hs.n_watched == 10 && hs.watch_share.refused[WBG_SHARE_POOL] == 3 && lifecycle_watching(&hs, 200),
+	CHECK(lc.n_watched == 10 && lc.watch_share.refused[WBG_SHARE_POOL] == 3 && lifecycle_watching(&lc, 200),
 	      "one tenant's 12 removals: 1 + 8 pooled watched, 3 refused for the pool; the next tenant's floor (%zu)",
-	      hs.n_watched);
-	lifecycle_released(&hs, 105);
+	      lc.n_watched);
+	lifecycle_released(&lc, 105);
 	(void)watched(201, "system.slice/b.service/more");
-	CHECK(lifecycle_watching(&hs, 201) && hs.watch_share.pooled == 8,
+	CHECK(lifecycle_watching(&lc, 201) && lc.watch_share.pooled == 8,
 	      "a's release gives its pooled slot back, which b's second removal takes");
 	teardown();
 	{
@@ -359,7 +359,7 @@ static void test_bounds(void)
 	{
 		const char *owner;
 
-		(void)lifecycle_evidence(&hs, 6, NULL, &owner);
+		(void)lifecycle_evidence(&lc, 6, NULL, &owner);
 	}
 	CHECK(h->phase == WBG_PHASE_CLEANUP && x.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
 	teardown();
@@ -373,19 +373,19 @@ static void test_flush_requests(void)
 
 	setup(true);
 	c = cgroup(40, "k/pod/ctr");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
-		      strcmp(x.reply_outcome[1], "watched") == 0 && hs.n_waiters == 0,
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
+		      strcmp(x.reply_outcome[1], "watched") == 0 && lc.n_waiters == 0,
 	      "poststop of an emptied container on-evidence: answered at once, watched (no 5 s wait)");
 	h = c->handover;
 	removed(c);
-	CHECK(lifecycle_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
 		      strcmp(x.reply_outcome[2], "watched") == 0 && x.reply_id[2] == h->id,
 	      "after its removal (runtimes rmdir before poststop): watched, at once");
 	x.now += S;
-	(void)lifecycle_evidence(&hs, 40, NULL, &owner);
-	CHECK(lifecycle_flush_request(&hs, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
-		      hs.n_waiters == 1,
+	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
+		      lc.n_waiters == 1,
 	      "while its evidence flush runs: waited for");
 	job_done(h->id, 0);
 	CHECK(x.replies[3] == 1 && strcmp(x.reply_outcome[3], "flushed") == 0, "answered when that flush ends");
@@ -394,8 +394,8 @@ static void test_flush_requests(void)
 	/* eager: waited for, as before */
 	setup(false);
 	c = cgroup(41, "k/eager");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
 	      "eager: poststop waits for the flush");
 	job_done(c->handover->id, 0);
 	CHECK(x.replies[4] == 1 && strcmp(x.reply_outcome[4], "flushed") == 0, "and gets it");
@@ -407,11 +407,11 @@ static void test_stop_keeps(void)
 	setup(true);
 	(void)watched(50, "k/w");
 	x.ended = 0;
-	lifecycle_stop(&hs);
+	lifecycle_stop(&lc);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_INTERRUPTED && x.pending_saves == 1 &&
 		      x.pending_drops == 0,
 	      "stopping while watched: interrupted, its pending record (saved when it was deferred) kept");
-	CHECK(hs.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1 && x.disarmed == 1, "disarmed, counted dropped");
+	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1 && x.disarmed == 1, "disarmed, counted dropped");
 	registry_free(&reg);
 }
 
@@ -431,7 +431,7 @@ static void test_stop_in_cleanup(void)
 			advance(x.now + S / 20);
 		CHECK(h->phase == (verify ? WBG_PHASE_VERIFY : WBG_PHASE_CLEANUP), "drained: in its %s",
 		      verify ? "verification" : "cleanup");
-		lifecycle_stop(&hs);
+		lifecycle_stop(&lc);
 		CHECK(x.pending_saves == 1 && x.pending_drops == 0,
 		      "stopped there: its pending record kept for the next start");
 		registry_free(&reg);
@@ -478,18 +478,18 @@ static void test_stall(void)
 	int started = 0, capped = 0;
 
 	setup(true);
-	hs.mitigating = false;
-	CHECK(lifecycle_stall(&hs, 90, "", makedev(253, 0), true) == 0 && hs.n_active == 0 && hs.stats.stall_off == 1,
+	lc.mitigating = false;
+	CHECK(lifecycle_stall(&lc, 90, "", makedev(253, 0), true) == 0 && lc.n_active == 0 && lc.stats.stall_off == 1,
 	      "a stall while not mitigating: nothing started, counted");
-	hs.mitigating = true;
+	lc.mitigating = true;
 	x.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
-	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0), true) == 1 && hs.n_active == 1 && hs.n_watched == 1,
+	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lc.n_active == 1 && lc.n_watched == 1,
 	      "a stall nothing covered: a handover, watched like any removal on-evidence");
-	h = hs.watched[0];
+	h = lc.watched[0];
 	CHECK(h->trigger == WBG_TRIGGER_STALL && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 &&
 		      x.sub[0].dev == makedev(253, 0) && h->evidence == 1,
 	      "flushed at once: the stalled device's filesystem (the stall is its evidence)");
-	CHECK(lifecycle_stall(&hs, 90, "k/gone", makedev(253, 0), true) == 0 && hs.stats.stall_covered == 1 && x.n_sub == 1,
+	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 0 && lc.stats.stall_covered == 1 && x.n_sub == 1,
 	      "reported again while its handover runs: covered, counted, nothing more");
 	disarmed = x.disarmed;
 	job_done(h->id, 0);
@@ -506,7 +506,7 @@ static void test_stall(void)
 	x.plan_targets = 0;
 	x.recorded_targets = 0;
 	disarmed = x.disarmed;
-	CHECK(lifecycle_stall(&hs, 95, "", makedev(7, 7), true) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
+	CHECK(lifecycle_stall(&lc, 95, "", makedev(7, 7), true) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
 		      x.disarmed == disarmed,
 	      "a stall with nothing to flush: recorded no-targets, and not reported again at every failed flush");
 	teardown();
@@ -514,7 +514,7 @@ static void test_stall(void)
 	/* a cgroup whose removal is watched: its own arming covers it */
 	setup(true);
 	(void)watched(91, "k/watched");
-	CHECK(lifecycle_stall(&hs, 91, "k/watched", makedev(253, 0), true) == 0 && hs.stats.stall_covered == 1 &&
+	CHECK(lifecycle_stall(&lc, 91, "k/watched", makedev(253, 0), true) == 0 && lc.stats.stall_covered == 1 &&
 		      x.n_sub == 0,
 	      "a stall of a watched cgroup: covered, no second handover");
 	teardown();
@@ -523,16 +523,16 @@ static void test_stall(void)
 	setup(true);
 	x.plan_targets = 0;
 	for (uint64_t id = 100; id < 120; id++) {
-		int r = lifecycle_stall(&hs, id, "", makedev(253, 0), true);
+		int r = lifecycle_stall(&lc, id, "", makedev(253, 0), true);
 
 		started += r == 1;
 		capped += r == -EBUSY;
 	}
-	CHECK(started == 16 && capped == 4 && hs.stats.stall_capped == 4,
+	CHECK(started == 16 && capped == 4 && lc.stats.stall_capped == 4,
 	      "20 stalls on one device at once: 16 started, 4 refused and counted");
-	CHECK(lifecycle_stall(&hs, 200, "", makedev(8, 0), true) == 1, "another device still has its own");
+	CHECK(lifecycle_stall(&lc, 200, "", makedev(8, 0), true) == 1, "another device still has its own");
 	x.now += S;
-	CHECK(lifecycle_stall(&hs, 120, "", makedev(253, 0), true) == 1, "a second later the device has room again");
+	CHECK(lifecycle_stall(&lc, 120, "", makedev(253, 0), true) == 1, "a second later the device has room again");
 	teardown();
 
 	/* one tenant's share of a device's: 4 of its stalls at once, and the
@@ -547,14 +547,14 @@ static void test_stall(void)
 		int r;
 
 		snprintf(p, sizeof(p), "system.slice/noisy.service/c%d", (int)id);
-		r = lifecycle_stall(&hs, id, p, makedev(253, 0), true);
+		r = lifecycle_stall(&lc, id, p, makedev(253, 0), true);
 		started += r == 1;
 		capped += r == -EBUSY;
 	}
-	CHECK(started == 4 && capped == 6 && hs.stats.stall_tenant_capped == 6 && x.disarmed == disarmed,
+	CHECK(started == 4 && capped == 6 && lc.stats.stall_tenant_capped == 6 && x.disarmed == disarmed,
 	      "10 stalls of one tenant: 4 started, 6 refused for its share, none re-armed yet (%d, %d)", started,
 	      capped);
-	CHECK(lifecycle_stall(&hs, 320, "system.slice/quiet.service", makedev(253, 0), true) == 1,
+	CHECK(lifecycle_stall(&lc, 320, "system.slice/quiet.service", makedev(253, 0), true) == 1,
 	      "another tenant's stall on that device starts");
 	advance(x.now + S + S / 10);
 	CHECK(x.disarmed >= disarmed + 6, "a second later the 6 refused are re-armed (reported again at their next stall)");
@@ -564,24 +564,24 @@ static void test_stall(void)
 		unsigned before = x.disarmed;
 
 		for (uint64_t id = 1000; id < 1000 + 16 + 256 + 10; id++)
-			(void)lifecycle_stall(&hs, id, "", makedev(9, 9), true);
-		CHECK(hs.stats.stall_retry_full == 10 && x.disarmed == before + 10,
+			(void)lifecycle_stall(&lc, id, "", makedev(9, 9), true);
+		CHECK(lc.stats.stall_retry_full == 10 && x.disarmed == before + 10,
 		      "16 started, 256 wait in the FIFO, the 10 past it re-armed at once and counted (%llu)",
-		      (unsigned long long)hs.stats.stall_retry_full);
+		      (unsigned long long)lc.stats.stall_retry_full);
 		advance(x.now + 2 * S);
 	}
-	CHECK(lifecycle_stall(&hs, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
-		      hs.stats.stall_out_of_scope == 1 && !lifecycle_cgroup_active(&hs, 400),
+	CHECK(lifecycle_stall(&lc, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
+		      lc.stats.stall_out_of_scope == 1 && !lifecycle_cgroup_active(&lc, 400),
 	      "a stall outside [daemon] roots: nothing started, counted");
 	teardown();
 
 	/* the stall's flush is evidence like any: the node-wide cap applies */
 	setup(true);
 	x.plan_targets = 0;
-	hs.params.watch.evidence_per_sec = 2;
+	lc.params.watch.evidence_per_sec = 2;
 	for (uint64_t id = 500; id < 504; id++)
-		(void)lifecycle_stall(&hs, id, "", makedev(253, 0), true);
-	CHECK(x.n_sub == 2 && hs.watch_stats.evidence_capped == 2,
+		(void)lifecycle_stall(&lc, id, "", makedev(253, 0), true);
+	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_capped == 2,
 	      "4 stalls at once with a cap of 2 a second: 2 flushed now, 2 put off and counted (%zu flushes)",
 	      (size_t)x.n_sub);
 	teardown();

@@ -20,12 +20,12 @@ static void test_eager(void)
 	setup(false);
 	a = cgroup(100, "kubepods/a");
 	b = cgroup(101, "kubepods/b");
-	ida = lifecycle_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	ida = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
 	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "eager: populated 0 with dirty data submits its plan at once");
-	CHECK(x.pending_saves == 1 && hs.n_active == 1, "eager: its pending record is saved while the flush runs");
+	CHECK(x.pending_saves == 1 && lc.n_active == 1, "eager: its pending record is saved while the flush runs");
 	CHECK(x.scheduled == x.now + 30 * S, "eager: the one timer is due at its flush timeout");
-	(void)lifecycle_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
 	job_done(ida, 0);
 	CHECK(x.ended == 0 && a->handover, "eager: flushed before its removal: the handover waits for the rmdir");
 	removed(a);
@@ -40,11 +40,11 @@ static void test_eager(void)
 	CHECK(json_has("trigger", "populated-0") && json_has("outcome", "flushed") && strstr(x.last_json, "\"cleanup_rerun\":true") &&
 		      strstr(x.last_json, "\"dying_wb_clean\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true"),
 	      "the record: trigger, outcome, cleanup re-run, dying wb clean, flushed before rmdir");
-	CHECK(x.pending_drops == 2 && hs.n_active == 0, "ended: pending records dropped, nothing active");
-	CHECK(hs.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2 && hs.stats.cleanup_cycles == 1 &&
-		      hs.stats.flushed_device_bytes == 2 * 4096,
+	CHECK(x.pending_drops == 2 && lc.n_active == 0, "ended: pending records dropped, nothing active");
+	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2 && lc.stats.cleanup_cycles == 1 &&
+		      lc.stats.flushed_device_bytes == 2 * 4096,
 	      "counted by trigger and outcome; the cycle and device bytes too");
-	CHECK(hs.reaction.count == 2 && hs.flush_duration.count == 2, "reaction and flush duration observed once each");
+	CHECK(lc.reaction.count == 2 && lc.flush_duration.count == 2, "reaction and flush duration observed once each");
 	teardown();
 }
 
@@ -55,12 +55,12 @@ static void test_dying_still_dirty(void)
 
 	setup(false);
 	a = cgroup(200, "k/a");
-	id = lifecycle_event(&hs, a, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(a);
 	x.wb_dirty[x.n_wb_dirty++] = 200;
 	advance(x.now + S);
-	CHECK(x.ended == 1 && strstr(x.last_json, "\"dying_wb_clean\":false") && hs.stats.verify_dirty == 1,
+	CHECK(x.ended == 1 && strstr(x.last_json, "\"dying_wb_clean\":false") && lc.stats.verify_dirty == 1,
 	      "a dying wb still dirty after the handover: recorded and counted");
 	teardown();
 }
@@ -72,7 +72,7 @@ static void test_early_ends(void)
 	setup(false);
 	c = cgroup(300, "k/clean");
 	x.dirty = 0;
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && c->settled && x.n_sub == 0,
 	      "nothing dirty: clean at once, no flush, settled");
 	removed(c);
@@ -81,34 +81,34 @@ static void test_early_ends(void)
 	x.dirty = 4096;
 	x.children = true;
 	c = cgroup(301, "k/pod");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_CHILDREN, "a parent with child cgroups: children");
 	x.children = false;
 
-	lifecycle_set_mitigating(&hs, false);
+	lifecycle_set_mitigating(&lc, false);
 	c = cgroup(302, "k/off");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 3 && x.last_outcome == WBG_OUTCOME_DISABLED && strcmp(x.last_reason, "mitigation off") == 0,
 	      "mitigation off: disabled, nothing flushed");
 	c->populated = true;
 	c->settled = false;
 	x.calls[0] = 0;
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
 	      "mitigation off: an API request flushes all the same");
-	lifecycle_set_mitigating(&hs, true);
+	lifecycle_set_mitigating(&lc, true);
 	teardown();
 
 	setup(false);
-	hs.params.flush = false;
+	lc.params.flush = false;
 	c = cgroup(303, "k/noflush");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DISABLED && x.n_sub == 0, "[flush] enable = no: disabled");
 	teardown();
 
 	setup(false);
 	x.plan_result = -ENOMEM;
 	c = cgroup(304, "k/badplan");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && strcmp(x.last_reason, "planning failed") == 0,
 	      "a plan that fails: failed, with its reason");
 	teardown();
@@ -123,12 +123,12 @@ static void test_empty_plans(void)
 	setup(false);
 	pod = cgroup(400, "kubepods/pod1");
 	ctr = cgroup(401, "kubepods/pod1/ctr");
-	id = lifecycle_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
 	x.plan_targets = 0;
 	x.own_set_missing = true;
-	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_CHILDREN && x.last_trigger == WBG_TRIGGER_POPULATED_0 &&
 		      strstr(x.last_reason, "removed child cgroups"),
 	      "a pod cgroup whose container was just removed, dirtied nothing itself: children");
@@ -139,8 +139,8 @@ static void test_empty_plans(void)
 	x.own_set_missing = true;
 	x.set_maybe_evicted = true;
 	pod = cgroup(410, "kubepods/evicted");
-	id = lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 2 && hs.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
+	id = lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(x.n_sub == 2 && lc.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
 	job_done(id, 0);
 	job_done(id, 0); /* one job per filesystem */
 	removed(pod);
@@ -153,7 +153,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.n_excluded = 1;
 	pod = cgroup(420, "k/nfs");
-	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own && strstr(x.last_reason, "exclude_fstypes"),
 	      "only excluded filesystems: no-targets, no boost");
 	teardown();
@@ -162,7 +162,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.own_set_missing = true;
 	pod = cgroup(430, "k/notown");
-	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own,
 	      "dirty pages charged to it that are not its own writes: no-targets, no boost");
 	removed(pod);
@@ -173,7 +173,7 @@ static void test_empty_plans(void)
 	x.plan_targets = 0;
 	x.dirty_result = -ENOENT; /* gone before its populated 0 was read */
 	pod = cgroup(440, "k/quick");
-	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	removed(pod);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN,
 	      "nothing recorded of a cgroup gone at once: one clean record, not one per event");
@@ -187,7 +187,7 @@ static void test_timeout(void)
 
 	setup(false);
 	c = cgroup(500, "k/hung");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	advance(x.now + 29 * S);
 	CHECK(x.timed_out == 0, "no timeout before timeout_sec");
 	advance(x.now + 2 * S);
@@ -204,7 +204,7 @@ static void test_timeout(void)
 	setup(false);
 	x.submit_result = -EBUSY;
 	c = cgroup(501, "k/busy");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && !c->settled,
 	      "a target that takes no more flushes: failed at once (its removal tries again)");
 	teardown();
@@ -217,27 +217,27 @@ static void test_waiters(void)
 
 	setup(false);
 	c = cgroup(600, "k/live");
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
-		      x.refs[1] == 1 && hs.n_waiters == 1,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
+		      x.refs[1] == 1 && lc.n_waiters == 1,
 	      "FlushCgroup on a live cgroup: an api handover, its caller waits");
-	CHECK(lifecycle_flush_request(&hs, c, c->path, 5 * S, &x.calls[2]) == 1 && hs.n_waiters == 2 && x.n_sub == 1,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[2]) == 1 && lc.n_waiters == 2 && x.n_sub == 1,
 	      "a second caller waits for the same flush");
 	id = c->handover->id;
 	job_done(id, 0);
 	CHECK(x.replies[1] == 1 && x.replies[2] == 1 && strcmp(x.reply_outcome[1], "flushed") == 0 &&
-		      x.reply_id[1] == id && x.refs[1] == 0 && x.refs[2] == 0 && hs.n_waiters == 0,
+		      x.reply_id[1] == id && x.refs[1] == 0 && x.refs[2] == 0 && lc.n_waiters == 0,
 	      "the flush done: each caller answered once, flushed, with the handover's id, and released");
 	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_API && !c->handover,
 	      "an api handover of a live cgroup ends with its flush");
-	CHECK(lifecycle_flush_request(&hs, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
 		      x.reply_id[3] == id,
 	      "asked again for a cgroup no longer tracked: answered from the recent records");
-	CHECK(lifecycle_flush_request(&hs, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
 	      "a cgroup never seen: -ENOENT, no reply");
 
 	d = cgroup(601, "k/slow");
-	(void)lifecycle_flush_request(&hs, d, d->path, 2 * S, &x.calls[5]);
-	(void)lifecycle_flush_request(&hs, d, d->path, 0, &x.calls[6]);
+	(void)lifecycle_flush_request(&lc, d, d->path, 2 * S, &x.calls[5]);
+	(void)lifecycle_flush_request(&lc, d, d->path, 0, &x.calls[6]);
 	CHECK(x.replies[6] == 1 && strcmp(x.reply_outcome[6], "pending") == 0, "timeout 0: answered pending at once");
 	advance(x.now + 2 * S);
 	CHECK(x.replies[5] == 1 && strcmp(x.reply_outcome[5], "pending") == 0 && x.refs[5] == 0,
@@ -249,17 +249,17 @@ static void test_waiters(void)
 		/* bounded, and shared: one tenant's callers take at most its
 		 * cap; the others' still wait; 64 tenants' floors and the pool
 		 * fill it */
-		unsigned before = hs.n_waiters, refused = 0;
+		unsigned before = lc.n_waiters, refused = 0;
 		int i = 10;
 
 		d = cgroup(602, "k/many");
 		for (; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
-			refused += lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[i]) == -EBUSY;
-		CHECK(hs.n_waiters - before == WBG_FLUSH_WAITERS_PER_TENANT &&
+			refused += lifecycle_flush_request(&lc, d, d->path, 60 * S, &x.calls[i]) == -EBUSY;
+		CHECK(lc.n_waiters - before == WBG_FLUSH_WAITERS_PER_TENANT &&
 			      refused == WBG_FLUSH_WAITERS_MAX - WBG_FLUSH_WAITERS_PER_TENANT &&
-			      hs.waiter_share.refused[WBG_SHARE_TENANT] == refused,
+			      lc.waiter_share.refused[WBG_SHARE_TENANT] == refused,
 		      "one tenant's %d callers: %d waited for, the rest refused (-EBUSY), counted (%u)",
-		      WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT, hs.n_waiters - before);
+		      WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT, lc.n_waiters - before);
 		for (int t = 0; t < 80 && i < CALLS - 1; t++) {
 			struct wbg_cgroup *e;
 			char p[32];
@@ -267,12 +267,12 @@ static void test_waiters(void)
 			snprintf(p, sizeof(p), "t%d/c", t);
 			e = cgroup(700 + t, p);
 			for (int k = 0; k < 8 && i < CALLS - 1; k++, i++)
-				(void)lifecycle_flush_request(&hs, e, e->path, 60 * S, &x.calls[i]);
+				(void)lifecycle_flush_request(&lc, e, e->path, 60 * S, &x.calls[i]);
 		}
-		CHECK(hs.n_waiters == WBG_FLUSH_WAITERS_MAX && hs.waiter_share.refused[WBG_SHARE_POOL] > 0 &&
-			      lifecycle_flush_request(&hs, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
+		CHECK(lc.n_waiters == WBG_FLUSH_WAITERS_MAX && lc.waiter_share.refused[WBG_SHARE_POOL] > 0 &&
+			      lifecycle_flush_request(&lc, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
 		      "many tenants fill the table (%u): the pool's refusals counted, the next caller gets -EBUSY",
-		      hs.n_waiters);
+		      lc.n_waiters);
 	}
 	teardown();
 	CHECK(x.replies[10] == 1 && strcmp(x.reply_outcome[10], "pending") == 0 && x.refs[10] == 0,
@@ -291,8 +291,8 @@ static void test_drop_waiters(void)
 	setup(false);
 	c = cgroup(650, "k/dropped");
 	for (int i = 20; i < 24; i++)
-		(void)lifecycle_flush_request(&hs, c, c->path, 60 * S, &x.calls[i]);
-	CHECK(lifecycle_drop_waiters(&hs, even_call, NULL) == 2 && hs.n_waiters == 2 && x.refs[20] == 0 &&
+		(void)lifecycle_flush_request(&lc, c, c->path, 60 * S, &x.calls[i]);
+	CHECK(lifecycle_drop_waiters(&lc, even_call, NULL) == 2 && lc.n_waiters == 2 && x.refs[20] == 0 &&
 		      x.replies[20] == 0 && x.refs[21] == 1,
 	      "a closed connection's callers go, unanswered; the others stay");
 	job_done(c->handover->id, 0);
@@ -308,32 +308,32 @@ static void test_on_evidence(void)
 
 	setup(true);
 	c = cgroup(700, "k/ev");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.n_sub == 0 && c->handover && c->handover->phase == WBG_PHASE_DEFERRED,
 	      "on-evidence: populated 0 flushes nothing (deferred)");
 	h = c->handover;
 	removed(c);
-	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && lifecycle_watching(&hs, 700),
+	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && lifecycle_watching(&lc, 700),
 	      "its removal: watched, BPF armed, still no I/O");
 	x.wb_dirty[x.n_wb_dirty++] = 700;
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
-	CHECK(lifecycle_evidence(&hs, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
+	CHECK(lifecycle_evidence(&lc, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
 		      x.sub[0].purpose == FLUSH_FOR_EVIDENCE && x.last_plan_inodes,
 	      "evidence: its own inodes flushed at once, evidence mode");
-	CHECK(lifecycle_evidence(&hs, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
+	CHECK(lifecycle_evidence(&lc, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
 	x.n_wb_dirty = 0;
 	job_done(h->id, 0);
 	advance(x.now + 2 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":1") &&
 		      strstr(x.last_json, "\"cleanup_rerun\":true") && x.forgotten == 1,
 	      "flushed, cleaned up, checked: recorded with its evidence; its BPF set forgotten");
-	CHECK(hs.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
+	CHECK(lc.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
 	teardown();
 
 	setup(true);
 	c = cgroup(710, "k/quiet");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
 	advance(x.now + 3 * S);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.n_sub == 0,
@@ -342,16 +342,16 @@ static void test_on_evidence(void)
 
 	setup(true);
 	c = cgroup(720, "k/again");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
-	lifecycle_repopulated(&hs, c);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	lifecycle_repopulated(&lc, c);
 	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && !c->handover && x.n_sub == 0,
 	      "in use again before removal: clean, nothing flushed");
 	teardown();
 
 	setup(true);
-	hs.params.watch.max = 0;
+	lc.params.watch.max = 0;
 	c = cgroup(730, "k/full");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
 	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER, "the watch table full: flushed at once, as eager");
 	teardown();
@@ -364,21 +364,21 @@ static void test_stop(void)
 
 	setup(true);
 	a = cgroup(800, "k/flushing");
-	(void)lifecycle_flush_request(&hs, a, a->path, 60 * S, &x.calls[30]);
+	(void)lifecycle_flush_request(&lc, a, a->path, 60 * S, &x.calls[30]);
 	b = cgroup(801, "k/deferred");
-	(void)lifecycle_event(&hs, b, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
 	c = cgroup(802, "k/watched");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	hb = b->handover;
 	removed(c);
 	x.ended = 0;
-	lifecycle_stop(&hs);
-	CHECK(x.ended == 3 && hs.n_active == 0, "stopping records every handover in progress");
+	lifecycle_stop(&lc);
+	CHECK(x.ended == 3 && lc.n_active == 0, "stopping records every handover in progress");
 	CHECK(x.replies[30] == 1 && strcmp(x.reply_outcome[30], "pending") == 0, "its waiting caller answered");
 	CHECK(x.pending_drops == 0 && x.pending_saves == 3,
 	      "the interrupted flush's, the deferral's and the watch's pending records are kept for the next start");
-	CHECK(hs.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1 &&
-		      hs.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
+	CHECK(lc.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1 &&
+		      lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
 	      "flushing, deferred and watched: all three interrupted, none flushed");
 	(void)hb;
 	registry_free(&reg);
@@ -391,12 +391,12 @@ static void test_stop_job_and_recovery(void)
 
 	setup(false);
 	c = cgroup(900, "system.slice/x.service");
-	id = lifecycle_event(&hs, c, WBG_TRIGGER_STOP_JOB);
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_STOP_JOB);
 	job_done(id, 0);
-	lifecycle_job_type(&hs, c, "reload");
+	lifecycle_job_type(&lc, c, "reload");
 	CHECK(c->handover && strcmp(c->handover->reason, "job was a reload") == 0,
 	      "a stop job that was a reload says so in the record");
-	(void)lifecycle_event(&hs, c, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(x.n_sub == 2 && c->handover->n_targets == 1 && c->handover->replanned,
 	      "populated 0 after a stop job: flushed once more, its targets counted once");
 	job_done(id, 0);
@@ -412,7 +412,7 @@ static void test_stop_job_and_recovery(void)
 		bool bdev[1] = { false };
 		uint64_t rid = 0, rid2 = 0;
 
-		CHECK(lifecycle_recover(&hs, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
+		CHECK(lifecycle_recover(&lc, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
 			      x.n_sub == 1,
 		      "recovery: the recorded targets flushed again");
 		job_done(rid, 0);
@@ -421,11 +421,11 @@ static void test_stop_job_and_recovery(void)
 			      x.cleanups == 1,
 		      "... then the cleanup, like any removal: recovered, flushed");
 		x.recorded_targets = 0;
-		(void)lifecycle_recover(&hs, 951, "k/gone", devs, bdev, 1, &rid2);
+		(void)lifecycle_recover(&lc, 951, "k/gone", devs, bdev, 1, &rid2);
 		CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_NO_TARGETS && rid2 > rid,
 		      "its filesystems gone: no-targets; ids only grow");
 	}
-	CHECK(lifecycle_recently_started(&hs, 950) && !lifecycle_recently_started(&hs, 12345),
+	CHECK(lifecycle_recently_started(&lc, 950) && !lifecycle_recently_started(&lc, 12345),
 	      "recently started cgroups are known (the rmdir ring's duplicates)");
 	{
 		/* a storm: more handovers in progress than the ring of ended
@@ -434,10 +434,10 @@ static void test_stop_job_and_recovery(void)
 			char p[32];
 
 			snprintf(p, sizeof(p), "k/storm%d", (int)k);
-			(void)lifecycle_event(&hs, cgroup(k, p), WBG_TRIGGER_REMOVED);
+			(void)lifecycle_event(&lc, cgroup(k, p), WBG_TRIGGER_REMOVED);
 		}
-		CHECK(hs.n_active >= 1100 && lifecycle_recently_started(&hs, 20000),
-		      "1,100 handovers in progress: the first's removal is still known (%zu active)", hs.n_active);
+		CHECK(lc.n_active >= 1100 && lifecycle_recently_started(&lc, 20000),
+		      "1,100 handovers in progress: the first's removal is still known (%zu active)", lc.n_active);
 	}
 	teardown();
 }
@@ -453,7 +453,7 @@ static void test_names(void)
 	(void)containers_register(&containers, "kubepods/p1/c1", "c1id", "/b", k, v, 3);
 	ctr = cgroup(1000, "kubepods/p1/c1");
 	pod = cgroup(1001, "kubepods/p1");
-	id = lifecycle_event(&hs, ctr, WBG_TRIGGER_POPULATED_0);
+	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
 	advance(x.now + S);
@@ -461,7 +461,7 @@ static void test_names(void)
 		      json_has("registered_id", "c1id"),
 	      "a registered container's record names its pod, namespace, container and id");
 	x.dirty = 0;
-	(void)lifecycle_event(&hs, pod, WBG_TRIGGER_POPULATED_0);
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "") &&
 		      !strstr(x.last_json, "registered_id"),
 	      "its pod's cgroup: the pod's names from the container below it, no container");

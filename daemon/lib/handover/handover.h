@@ -84,7 +84,7 @@ struct wbg_handover {
 	bool watch_pooled;           /* its slot came from the pool of shares (share.h) */
 	bool was_watched;            /* ever: its record says how the watch went */
 	bool evidence_pending;       /* evidence came during a flush or within reflush_sec of one */
-	bool quiet;                  /* no wb_stats: no stall for HS_QUIET_USEC after a flush */
+	bool quiet;                  /* no wb_stats: no stall for LC_QUIET_USEC after a flush */
 	bool expired;                /* flushed because watch_max_age_sec passed undrained */
 	unsigned evidence;           /* foreign dirtyings of its inodes seen (events) */
 	unsigned flushes;            /* flushes started while watched */

@@ -18,16 +18,16 @@ struct active_cgroup {
  * last one. (No memory for a new entry: that cgroup's stall reports are
  * then taken as uncovered, and the one-per-cgroup bound in BPF still
  * holds.) */
-static void active_cgroup_count(struct wbg_lifecycle *hs, uint64_t cgroup_id, int delta)
+static void active_cgroup_count(struct wbg_lifecycle *lc, uint64_t cgroup_id, int delta)
 {
-	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &hs->active_cgroups, cmp_leading_u64), *e;
+	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->active_cgroups, cmp_leading_u64), *e;
 
 	if (!f && delta > 0) {
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return;
 		e->cgroup_id = cgroup_id;
-		f = tsearch(e, &hs->active_cgroups, cmp_leading_u64);
+		f = tsearch(e, &lc->active_cgroups, cmp_leading_u64);
 		if (!f || *f != e) {
 			free(e);
 			return;
@@ -39,60 +39,60 @@ static void active_cgroup_count(struct wbg_lifecycle *hs, uint64_t cgroup_id, in
 	if (delta > 0)
 		e->n++;
 	else if (e->n && --e->n == 0) {
-		tdelete(e, &hs->active_cgroups, cmp_leading_u64);
+		tdelete(e, &lc->active_cgroups, cmp_leading_u64);
 		free(e);
 	}
 }
 
-bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
 	struct active_cgroup key = { .cgroup_id = cgroup_id };
 
-	return tfind(&key, &hs->active_cgroups, cmp_leading_u64) != NULL;
+	return tfind(&key, &lc->active_cgroups, cmp_leading_u64) != NULL;
 }
 
-struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id)
+struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id)
 {
-	struct wbg_handover key = { .id = id }, **f = tfind(&key, &hs->active, cmp_leading_u64);
+	struct wbg_handover key = { .id = id }, **f = tfind(&key, &lc->active, cmp_leading_u64);
 
 	return f ? *f : NULL;
 }
 
-const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *hs, uint64_t id)
+const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64_t id)
 {
-	return hs_find(hs, id);
+	return lc_find(lc, id);
 }
 
-struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
+struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
 {
-	struct wbg_handover *h = handover_new(ids_next(&hs->ids), cgroup_id, path, trigger, hs_now(hs));
+	struct wbg_handover *h = handover_new(ids_next(&lc->ids), cgroup_id, path, trigger, lc_now(lc));
 
-	if (!h || !tsearch(h, &hs->active, cmp_leading_u64)) {
+	if (!h || !tsearch(h, &lc->active, cmp_leading_u64)) {
 		handover_free(h);
 		log_oom();
 		return NULL;
 	}
-	hs->n_active++;
-	active_cgroup_count(hs, cgroup_id, +1);
+	lc->n_active++;
+	active_cgroup_count(lc, cgroup_id, +1);
 	return h;
 }
 
-bool hs_finish(struct wbg_lifecycle *hs, struct wbg_handover *h)
+bool lc_finish(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
-	if (!tdelete(h, &hs->active, cmp_leading_u64))
+	if (!tdelete(h, &lc->active, cmp_leading_u64))
 		return false;
-	hs->n_active--;
-	active_cgroup_count(hs, h->cgroup_id, -1);
-	hs->ended_ids[hs->ended_next++ % ELEMENTSOF(hs->ended_ids)] = h->cgroup_id;
+	lc->n_active--;
+	active_cgroup_count(lc, h->cgroup_id, -1);
+	lc->ended_ids[lc->ended_next++ % ELEMENTSOF(lc->ended_ids)] = h->cgroup_id;
 	return true;
 }
 
-bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+bool lifecycle_recently_started(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
-	if (lifecycle_cgroup_active(hs, cgroup_id))
+	if (lifecycle_cgroup_active(lc, cgroup_id))
 		return true;
-	for (size_t i = 0; i < ELEMENTSOF(hs->ended_ids); i++)
-		if (hs->ended_ids[i] == cgroup_id)
+	for (size_t i = 0; i < ELEMENTSOF(lc->ended_ids); i++)
+		if (lc->ended_ids[i] == cgroup_id)
 			return true;
 	return false;
 }

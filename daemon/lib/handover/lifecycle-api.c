@@ -13,13 +13,13 @@
 #include "log.h"
 #include "macro.h"
 
-uint64_t lifecycle_total(const struct wbg_lifecycle *hs)
+uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
 {
 	uint64_t total = 0;
 
 	for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
 		for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
-			total += hs->stats.by[t][o];
+			total += lc->stats.by[t][o];
 	return total;
 }
 
@@ -38,13 +38,13 @@ static void match_active(const void *nodep, VISIT which, void *closure)
 		l->found = h;
 }
 
-static int answer(struct wbg_lifecycle *hs, void *call, const struct wbg_recent *r, uint64_t id)
+static int answer(struct wbg_lifecycle *lc, void *call, const struct wbg_recent *r, uint64_t id)
 {
-	hs->ops->audience->reply(hs->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
+	lc->ops->audience->reply(lc->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
 	return 1;
 }
 
-int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
+int lifecycle_flush_request(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
 			    void *call)
 {
 	struct path_lookup l = { .path = path };
@@ -53,20 +53,20 @@ int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, cons
 
 	if (c && !c->removed && c->in_scope) {
 		if (!c->handover) {
-			uint64_t id = lifecycle_event(hs, c, WBG_TRIGGER_API);
+			uint64_t id = lifecycle_event(lc, c, WBG_TRIGGER_API);
 
 			if (!c->handover) /* over already (clean, flush disabled...) */
-				return answer(hs, call, id ? hs_recent_by(hs, id, "") : NULL, id);
+				return answer(lc, call, id ? lc_recent_by(lc, id, "") : NULL, id);
 		}
 		h = c->handover;
 	} else {
-		twalk_r(hs->active, match_active, &l);
+		twalk_r(lc->active, match_active, &l);
 		h = l.found;
 	}
 	if (!h) {
-		const struct wbg_recent *done = hs_recent_by(hs, 0, path);
+		const struct wbg_recent *done = lc_recent_by(lc, 0, path);
 
-		return done ? answer(hs, call, done, 0) : -ENOENT;
+		return done ? answer(lc, call, done, 0) : -ENOENT;
 	}
 	switch (h->phase) {
 	case WBG_PHASE_FLUSHING:
@@ -75,11 +75,11 @@ int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, cons
 	case WBG_PHASE_WATCHED:
 		/* on-evidence: nothing is written until a live cgroup dirties
 		 * its files, which may be never: a watch is an answer */
-		hs->ops->audience->reply(hs->userdata, call, h->id, "watched",
+		lc->ops->audience->reply(lc->userdata, call, h->id, "watched",
 			       "on-evidence: its dying wb is watched, and written when a live cgroup dirties its files");
 		return 1;
 	default: /* its flush is over (or there was none), or being checked */
-		hs->ops->audience->reply(hs->userdata, call, h->id,
+		lc->ops->audience->reply(lc->userdata, call, h->id,
 			       h->outcome != WBG_OUTCOME_PENDING ? wbg_outcome_to_string(h->outcome)
 			       : !h->was_watched		 ? "pending"
 			       : h->flushes			 ? "flushed"
@@ -88,13 +88,13 @@ int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, cons
 		return 1;
 	}
 	if (timeout_usec == 0) {
-		hs->ops->audience->reply(hs->userdata, call, h->id, "pending", "not waited for");
+		lc->ops->audience->reply(lc->userdata, call, h->id, "pending", "not waited for");
 		return 1;
 	}
-	r = hs_waiter_add(hs, h, call, timeout_usec);
+	r = lc_waiter_add(lc, h, call, timeout_usec);
 	if (r < 0)
 		return r;
-	hs_reschedule(hs);
+	lc_reschedule(lc);
 	return 1;
 }
 

@@ -35,7 +35,7 @@ static void match_descendant(const void *nodep, VISIT which, void *closure)
 /* Whether a cgroup below path has a handover in progress or among the
  * recent ones, or is still tracked (its removal, in the same batch of
  * events, not read yet: it will have its handover). */
-static bool descendants_handed_over(const struct wbg_lifecycle *hs, const char *path)
+static bool descendants_handed_over(const struct wbg_lifecycle *lc, const char *path)
 {
 	struct path_prefix p = { .path = path, .len = strlen(path) };
 
@@ -43,11 +43,11 @@ static bool descendants_handed_over(const struct wbg_lifecycle *hs, const char *
 		return false;
 	/* the tracked ones by their parent's count, O(the path); the active
 	 * handovers are bounded by the watch table and the flush timeout */
-	p.found = registry_has_children(hs->reg, path);
+	p.found = registry_has_children(lc->reg, path);
 	if (!p.found)
-		twalk_r(hs->active, match_descendant, &p);
+		twalk_r(lc->active, match_descendant, &p);
 	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++)
-		p.found = hs->recent[i].path && below(hs->recent[i].path, &p);
+		p.found = lc->recent[i].path && below(lc->recent[i].path, &p);
 	return p.found;
 }
 
@@ -65,21 +65,21 @@ static enum wbg_event end_early(struct wbg_cgroup *c, struct wbg_handover *h, en
 /* The exit recipe: its own inodes written and waited for as the cgroup
  * empties; a filesystem whose inode set is incomplete gets a syncfs (the
  * counted fallback). Its removal is then watched. */
-static void exit_recipe(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
+static void exit_recipe(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan)
 {
 	h->exit_recipe = true;
 	h->flush_purpose = FLUSH_FOR_EXIT;
-	hs->stats.exit_flushes++;
+	lc->stats.exit_flushes++;
 	for (size_t i = 0; i < plan->n; i++)
 		if (plan->t[i].kind == FLUSH_FS) {
 			if (plan->t[i].use_inodes)
-				hs->stats.exit_targets_inodes++;
+				lc->stats.exit_targets_inodes++;
 			else
-				hs->stats.exit_targets_syncfs++;
+				lc->stats.exit_targets_syncfs++;
 		}
 }
 
-enum wbg_event hs_event_move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				enum wbg_trigger trigger, struct wbg_plan *plan)
 {
 	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
@@ -88,27 +88,27 @@ enum wbg_event hs_event_move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, 
 		 * nothing until the removal). */
 		h->replanned = true;
 		if (h->phase == WBG_PHASE_DEFERRED ||
-		    hs->ops->flusher->plan(hs->userdata, c->id, c, h->exit_recipe, plan) >= 0)
+		    lc->ops->flusher->plan(lc->userdata, c->id, c, h->exit_recipe, plan) >= 0)
 			return WBG_EVENT_EMPTIED;
-		return HS_NO_EVENT;
+		return LC_NO_EVENT;
 	}
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
-		h->t_removed = hs_now(hs);
+		h->t_removed = lc_now(lc);
 		c->handover = NULL; /* the cgroup entry goes away now */
 		return h->exit_recipe ? WBG_EVENT_REMOVED_WATCH : WBG_EVENT_REMOVED;
 	}
-	return HS_NO_EVENT;
+	return LC_NO_EVENT;
 }
 
 /* What a dirty cgroup's plan says, when it names nothing to flush of its
  * own: a parent whose children cover it, a set BPF may have evicted (then
  * every filesystem), excluded filesystems, or pages that are not its own. */
-static enum wbg_event plan_empty(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+static enum wbg_event plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				 struct wbg_plan *plan)
 {
 	int r;
 
-	if (plan->own_set_missing && h->dirty_known && descendants_handed_over(hs, c->path)) {
+	if (plan->own_set_missing && h->dirty_known && descendants_handed_over(lc, c->path)) {
 		/* A pod's cgroup whose containers were removed just before it
 		 * (runtimes rmdir them at once): its memory.stat still counts
 		 * their dying cgroups' pages, which their handovers cover. */
@@ -117,8 +117,8 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *hs, struct wbg_cgroup *c,
 	} else if (plan->set_maybe_evicted && h->dirty_known) {
 		/* Its set may be one the BPF LRU evicted (a tenant with many
 		 * cgroups): every filesystem, rather than dirty data left. */
-		hs->stats.plans_set_evicted++;
-		r = hs->ops->flusher->plan_mounts(hs->userdata, plan);
+		lc->stats.plans_set_evicted++;
+		r = lc->ops->flusher->plan_mounts(lc->userdata, plan);
 		plan->source = "mounts (bpf set evicted)";
 		if (r >= 0 && plan->n > 0)
 			return WBG_EVENT_DIRTY;
@@ -144,7 +144,7 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *hs, struct wbg_cgroup *c,
 	return WBG_EVENT_NOTHING;
 }
 
-enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger,
+enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
 			      struct wbg_handover **ret_h, struct wbg_plan *plan)
 {
 	struct wbg_handover *h;
@@ -157,10 +157,10 @@ enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, en
 	/* One record per going-away: a handover that already ended at
 	 * populated 0 (clean, disabled, children) covers the removal too. */
 	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
-		return HS_NO_EVENT;
-	h = hs_start(hs, c->id, c->path, trigger);
+		return LC_NO_EVENT;
+	h = lc_start(lc, c->id, c->path, trigger);
 	if (!h)
-		return HS_NO_EVENT;
+		return LC_NO_EVENT;
 	*ret_h = h;
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
@@ -169,17 +169,17 @@ enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, en
 
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
-	if (!h->t_removed && trigger != WBG_TRIGGER_API && hs->ops->kernel->has_children(hs->userdata, c->path))
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && lc->ops->kernel->has_children(lc->userdata, c->path))
 		return end_early(c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 	/* An explicit request is done whatever the kernel can do itself. */
-	if (!hs->mitigating && trigger != WBG_TRIGGER_API)
+	if (!lc->mitigating && trigger != WBG_TRIGGER_API)
 		return end_early(c, h, WBG_OUTCOME_DISABLED, "mitigation off");
-	if (!hs->params.flush)
+	if (!lc->params.flush)
 		return end_early(c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
-		r = hs->ops->kernel->read_dirty(hs->userdata, c->path, &dirty, &wb);
+		r = lc->ops->kernel->read_dirty(lc->userdata, c->path, &dirty, &wb);
 		if (r >= 0) {
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
@@ -191,20 +191,20 @@ enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, en
 
 	/* the exit recipe writes the cgroup's own inodes: the plan takes its
 	 * inode sets */
-	exit = hs->params.at_exit && trigger != WBG_TRIGGER_API;
-	r = hs->ops->flusher->plan(hs->userdata, c->id, c, exit, plan);
+	exit = lc->params.at_exit && trigger != WBG_TRIGGER_API;
+	r = lc->ops->flusher->plan(lc->userdata, c->id, c, exit, plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "planning failed";
 		ev = WBG_EVENT_NOTHING;
 	} else if (plan->n == 0)
-		ev = plan_empty(hs, c, h, plan);
+		ev = plan_empty(lc, c, h, plan);
 	else if (exit) {
-		exit_recipe(hs, h, plan);
+		exit_recipe(lc, h, plan);
 		ev = WBG_EVENT_DIRTY;
 	} else /* on-evidence: no data I/O now; its removal is watched */
-		ev = hs->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
+		ev = lc->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
 	if (ev != WBG_EVENT_NOTHING)
 		return ev;
 	if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
@@ -216,11 +216,11 @@ enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, en
 	return WBG_EVENT_NOTHING;
 }
 
-enum wbg_event hs_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
+enum wbg_event lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
 {
 	c->settled = false; /* in use again: its next going-away is news */
 	if (!h || h->phase == WBG_PHASE_FLUSHING)
-		return HS_NO_EVENT; /* its flush ends first; its removal is to come */
+		return LC_NO_EVENT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
 	h->reason = "repopulated before removal";
@@ -229,10 +229,10 @@ enum wbg_event hs_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h
 	return WBG_EVENT_REPOPULATED;
 }
 
-enum wbg_event hs_event_recovered(struct wbg_lifecycle *hs, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+enum wbg_event lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan)
 {
-	int r = hs->ops->flusher->plan_recorded(hs->userdata, devs, bdev, n, plan);
+	int r = lc->ops->flusher->plan_recorded(lc->userdata, devs, bdev, n, plan);
 
 	h->t_removed = h->t_trigger;
 	if (r >= 0 && plan->n > 0)
@@ -242,7 +242,7 @@ enum wbg_event hs_event_recovered(struct wbg_lifecycle *hs, struct wbg_handover 
 	return WBG_EVENT_NOTHING;
 }
 
-enum wbg_event hs_event_stop(struct wbg_handover *h)
+enum wbg_event lc_event_stop(struct wbg_handover *h)
 {
 	/* a flush, a deferral or a watch interrupted keeps its pending
 	 * record, and the next start flushes what it names */
@@ -258,7 +258,7 @@ enum wbg_event hs_event_stop(struct wbg_handover *h)
 	return WBG_EVENT_STOP;
 }
 
-void lifecycle_job_type(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *type)
+void lifecycle_job_type(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *type)
 {
 	/* Only a stop (or restart) empties the cgroup; for other jobs the
 	 * early flush was harmless and the record says what it was for. */

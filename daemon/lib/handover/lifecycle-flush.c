@@ -32,7 +32,7 @@ static bool record_target(struct wbg_handover *h, const struct wbg_plan_target *
 	return true;
 }
 
-int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan)
+int lc_submit(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_plan *plan)
 {
 	int r;
 
@@ -47,7 +47,7 @@ int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan 
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = hs->ops->flusher->submit(hs->userdata, t, h->flush_purpose, handover_waiter(h));
+		r = lc->ops->flusher->submit(lc->userdata, t, h->flush_purpose, handover_waiter(h));
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -70,33 +70,33 @@ int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan 
 }
 
 /* So that a restart redoes it; a failure costs only that. */
-void hs_save_pending(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan)
+void lc_save_pending(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan)
 {
-	if (!h->pending_saved && plan->n && hs->ops->flusher->pending_save(hs->userdata, h, plan) >= 0)
+	if (!h->pending_saved && plan->n && lc->ops->flusher->pending_save(lc->userdata, h, plan) >= 0)
 		h->pending_saved = true;
 }
 
 /* What BPF says the cgroup dirtied (its inodes only, for evidence), else
  * every filesystem (a stall's: the stalled device's). */
-void hs_flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes)
+void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
-	int r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, inodes, &plan);
+	int r = lc->ops->flusher->plan(lc->userdata, h->cgroup_id, NULL, inodes, &plan);
 
 	h->flush_purpose = inodes ? FLUSH_FOR_EVIDENCE : FLUSH_FOR_HANDOVER;
-	hs->stats.inode_records_evicted += plan.inodes_evicted;
+	lc->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
-		r = h->stall_dev ? hs->ops->flusher->plan_recorded(hs->userdata, &h->stall_dev, &(bool){ false }, 1, &plan)
-				 : hs->ops->flusher->plan_mounts(hs->userdata, &plan);
+		r = h->stall_dev ? lc->ops->flusher->plan_recorded(lc->userdata, &h->stall_dev, &(bool){ false }, 1, &plan)
+				 : lc->ops->flusher->plan_mounts(lc->userdata, &plan);
 		plan.source = h->stall_dev ? "stall device" : "mounts";
 	}
 	/* the inode the writer is waiting on, whatever the LRU kept */
 	if (r >= 0 && inodes && h->evidence_inode.ino && plan_add_inode(&plan, &h->evidence_inode) > 0)
-		hs->stats.evidence_inodes_added++;
+		lc->stats.evidence_inodes_added++;
 	if (r >= 0 && plan.n > 0) {
-		r = hs_submit(hs, h, &plan);
-		hs_save_pending(hs, h, &plan);
+		r = lc_submit(lc, h, &plan);
+		lc_save_pending(lc, h, &plan);
 	}
 	plan_free(&plan);
 	if (r < 0) {

@@ -16,101 +16,101 @@
 #include "lifecycle.h"
 
 /* No event: a decision that found nothing to say. */
-#define HS_NO_EVENT _WBG_EVENT_MAX
+#define LC_NO_EVENT _WBG_EVENT_MAX
 
-static inline uint64_t hs_now(const struct wbg_lifecycle *hs)
+static inline uint64_t lc_now(const struct wbg_lifecycle *lc)
 {
-	return hs->ops->clock->now(hs->userdata);
+	return lc->ops->clock->now(lc->userdata);
 }
 
 /* The earliest deadline held, to ops->schedule; after every change
  * (lifecycle.c). */
-void hs_reschedule(struct wbg_lifecycle *hs);
+void lc_reschedule(struct wbg_lifecycle *lc);
 
 /* lifecycle-active.c: the handovers in progress. */
-struct wbg_handover *hs_find(const struct wbg_lifecycle *hs, uint64_t id);
+struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id);
 /* A new handover, in the set (NULL: out of memory, logged). */
-struct wbg_handover *hs_start(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
+struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
 /* Out of the set, at its end; false if it was not in it. */
-bool hs_finish(struct wbg_lifecycle *hs, struct wbg_handover *h);
+bool lc_finish(struct wbg_lifecycle *lc, struct wbg_handover *h);
 
 /* lifecycle-flush.c: plans to the pool. */
 /* The plan's targets to the pool, and the handover's record of them. */
-int hs_submit(struct wbg_lifecycle *hs, struct wbg_handover *h, struct wbg_plan *plan);
+int lc_submit(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_plan *plan);
 /* On disk while its flush runs or its removal is watched. */
-void hs_save_pending(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_plan *plan);
+void lc_save_pending(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan);
 /* Plans and submits its flush now (inodes: its own inodes, the evidence
  * flush). */
-void hs_flush(struct wbg_lifecycle *hs, struct wbg_handover *h, bool inodes);
+void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes);
 
 /* lifecycle-waiters.c: the API's waiters and the recent ring. */
 /* The flush is over: waiters hear what it came to (a watched one's
  * outcome waits for its end). */
-void hs_answer(struct wbg_lifecycle *hs, struct wbg_handover *h);
-void hs_reply_waiters(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *outcome);
-uint64_t hs_waiters_next_due(const struct wbg_lifecycle *hs);
-void hs_waiters_expire(struct wbg_lifecycle *hs, uint64_t now);
+void lc_answer(struct wbg_lifecycle *lc, struct wbg_handover *h);
+void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *outcome);
+uint64_t lc_waiters_next_due(const struct wbg_lifecycle *lc);
+void lc_waiters_expire(struct wbg_lifecycle *lc, uint64_t now);
 /* call waits for h's flush, at most timeout_usec; -EBUSY: its tenant's
  * share (or the table) is full; -ENOMEM. */
-int hs_waiter_add(struct wbg_lifecycle *hs, const struct wbg_handover *h, void *call, uint64_t timeout_usec);
+int lc_waiter_add(struct wbg_lifecycle *lc, const struct wbg_handover *h, void *call, uint64_t timeout_usec);
 /* Stopping: every waiter answered "pending". */
-void hs_waiters_stop(struct wbg_lifecycle *hs);
-void hs_remember(struct wbg_lifecycle *hs, const struct wbg_handover *h, const char *json);
+void lc_waiters_stop(struct wbg_lifecycle *lc);
+void lc_remember(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *json);
 /* By id, or else by path; newest first. */
-const struct wbg_recent *hs_recent_by(const struct wbg_lifecycle *hs, uint64_t id, const char *path);
-void hs_recent_clear(struct wbg_lifecycle *hs);
+const struct wbg_recent *lc_recent_by(const struct wbg_lifecycle *lc, uint64_t id, const char *path);
+void lc_recent_clear(struct wbg_lifecycle *lc);
 
 /* lifecycle-event.c: a cgroup's news as an event. */
 /* A new handover for c's news (*ret_h; NULL: none, the news covered
  * already or no memory), and the event that starts it; plan: what it
  * flushes. */
-enum wbg_event hs_event_start(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger,
+enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
 			      struct wbg_handover **ret_h, struct wbg_plan *plan);
 /* An existing handover's next event: populated 0 after a stop job (plan:
- * what it wrote since), or its directory gone; HS_NO_EVENT: no news. */
-enum wbg_event hs_event_move_on(struct wbg_lifecycle *hs, struct wbg_cgroup *c, struct wbg_handover *h,
+ * what it wrote since), or its directory gone; LC_NO_EVENT: no news. */
+enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				enum wbg_trigger trigger, struct wbg_plan *plan);
-/* In use again: REPOPULATED, or HS_NO_EVENT while its flush runs. */
-enum wbg_event hs_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
+/* In use again: REPOPULATED, or LC_NO_EVENT while its flush runs. */
+enum wbg_event lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
 
 /* A recovered handover's first event (plan: what its record named). */
-enum wbg_event hs_event_recovered(struct wbg_lifecycle *hs, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+enum wbg_event lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan);
 /* Stopping: its outcome as it stands, and STOP. */
-enum wbg_event hs_event_stop(struct wbg_handover *h);
+enum wbg_event lc_event_stop(struct wbg_handover *h);
 
 /* lifecycle-stall.c: the stall itself as evidence. */
 /* 1: a stall handover is to start; else what lifecycle_stall() returns
  * (counted). */
-int hs_stall_admit(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
+int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
 		   uint64_t now);
 /* Its first event: DIRTY_WATCH with plan, or NOTHING (why, in h). */
-enum wbg_event hs_stall_plan(struct wbg_lifecycle *hs, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan);
+enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan);
 /* Re-arms the capped stalls whose time has come; when the next one's
  * comes (0: none). */
-void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now);
-uint64_t hs_stall_retry_due(const struct wbg_lifecycle *hs);
+void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now);
+uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc);
 
 /* lifecycle-watch.c: the watch table. */
 /* Watched (0); -ENOSPC: the table is full (counted). */
-int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h);
+int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h);
 /* Out of the table, its end counted by how the event ended it. */
-void hs_watch_remove(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event);
+void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event);
 /* Its outcome, at its end, from how the watch went. */
-void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event);
+void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event);
 /* The watch's next look at usec, or sooner. */
-void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec);
-struct wbg_handover *hs_watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec);
+struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* A watched one at the tick (known: wb_stats could say; dirty: the dirty
- * set): a drain, a flush due, its max age, or HS_NO_EVENT. */
-enum wbg_event hs_watch_due(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+ * set): a drain, a flush due, its max age, or LC_NO_EVENT. */
+enum wbg_event lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 			    size_t n, uint64_t now);
 /* Evidence for a watched one: EVIDENCE now, or EVIDENCE_SOON (a flush
  * runs, the last was too recent, or the cap is used up). */
-enum wbg_event hs_watch_evidence(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_inode_key *inode,
+enum wbg_event lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now);
-enum wbg_event hs_watch_released(struct wbg_handover *h);
+enum wbg_event lc_watch_released(struct wbg_handover *h);
 /* After the verify batch's wb_stats read (known: it could say; dirty:
  * whether a dying wb of h is): the event that follows. */
-enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, bool dirty,
+enum wbg_event lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
 				 uint64_t now);

@@ -5,10 +5,10 @@
 #include "lifecycle.h"
 #include "metrics.h"
 
-void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
+void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 {
-	const struct wbg_lifecycle_stats *st = &hs->stats;
-	const struct wbg_watch_stats *ds = &hs->watch_stats;
+	const struct wbg_lifecycle_stats *st = &lc->stats;
+	const struct wbg_watch_stats *ds = &lc->watch_stats;
 	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
 
 	metric_family(f, "wbguard_handovers_total", "counter",
@@ -21,10 +21,10 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	metric_family(f, "wbguard_handover_reaction_seconds", "histogram",
 		      "From the first sign of a cgroup going away (on-evidence: the evidence) to the first flush "
 		      "issued for it.");
-	metric_hist(f, "wbguard_handover_reaction_seconds", &hs->reaction);
+	metric_hist(f, "wbguard_handover_reaction_seconds", &lc->reaction);
 	metric_family(f, "wbguard_flush_duration_seconds", "histogram",
 		      "From the first flush issued for a handover to all of its targets done.");
-	metric_hist(f, "wbguard_flush_duration_seconds", &hs->flush_duration);
+	metric_hist(f, "wbguard_flush_duration_seconds", &lc->flush_duration);
 	metric_counter(f, "wbguard_flushed_device_bytes_total", "Bytes written to block devices while handover flushes ran.",
 		       st->flushed_device_bytes);
 	metric_counter(f, "wbguard_cleanup_cycles_total", "Scratch memcg cycles that re-ran the kernel's offline-wb cleanup.",
@@ -36,22 +36,22 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 		       "Handovers planned from the mount table because their cgroup's BPF set may have been evicted.",
 		       st->plans_set_evicted);
 	metric_value(f, "wbguard_handovers_active", "gauge", "Handovers in progress now (watched ones included).",
-		     (double)hs->n_active);
+		     (double)lc->n_active);
 	metric_family(f, "wbguard_flush_waiters_refused_total", "counter",
 		      "API callers (the hook at poststop) not waited for, by reason: the table of 256 was full, "
 		      "their tenant had 64, or it was above its floor and the pool above floors was taken. Their "
 		      "flush goes on; only the wait is refused.");
-	share_metrics(f, &hs->waiter_share, "wbguard_flush_waiters_refused_total",
+	share_metrics(f, &lc->waiter_share, "wbguard_flush_waiters_refused_total",
 		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "full",
 								   [WBG_SHARE_TENANT] = "tenant_cap",
 								   [WBG_SHARE_POOL] = "tenant_pool" });
 	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
-		     (double)hs->n_waiters);
+		     (double)lc->n_waiters);
 
 	metric_family(f, "wbguard_flush_mode", "gauge", "The flush mode in effect: 1 on its mode.");
-	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !hs->params.on_evidence && !hs->params.at_exit);
-	fprintf(f, "wbguard_flush_mode{mode=\"on-evidence\"} %d\n", hs->params.on_evidence);
-	fprintf(f, "wbguard_flush_mode{mode=\"exit\"} %d\n", hs->params.at_exit);
+	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !lc->params.on_evidence && !lc->params.at_exit);
+	fprintf(f, "wbguard_flush_mode{mode=\"on-evidence\"} %d\n", lc->params.on_evidence);
+	fprintf(f, "wbguard_flush_mode{mode=\"exit\"} %d\n", lc->params.at_exit);
 	metric_counter(f, "wbguard_exit_flushes_total",
 		       "Handovers whose first flush was the exit recipe (their own inodes as their cgroup emptied).",
 		       st->exit_flushes);
@@ -60,17 +60,17 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs)
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"inodes\"} %" PRIu64 "\n", st->exit_targets_inodes);
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"syncfs\"} %" PRIu64 "\n", st->exit_targets_syncfs);
 	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
-		     (double)hs->n_watched);
+		     (double)lc->n_watched);
 	metric_counter(f, "wbguard_dying_watch_full_total",
 		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.",
-		       hs->watch_share.refused[WBG_SHARE_FULL]);
+		       lc->watch_share.refused[WBG_SHARE_FULL]);
 	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
 		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
-		       hs->watch_share.refused[WBG_SHARE_TENANT]);
+		       lc->watch_share.refused[WBG_SHARE_TENANT]);
 	metric_counter(f, "wbguard_dying_watch_pool_full_total",
 		       "Removals flushed eagerly because their tenant was above its floor of the watch table and "
 		       "the pool above floors was taken.",
-		       hs->watch_share.refused[WBG_SHARE_POOL]);
+		       lc->watch_share.refused[WBG_SHARE_POOL]);
 	metric_counter(f, "wbguard_dying_evidence_total",
 		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
 		       ds->evidence);

@@ -25,64 +25,64 @@
 #define STALL_RETRY_USEC (1000 * 1000)
 
 /* A capped stall: BPF keeps it reported until its time comes. */
-static void stall_retry_later(struct wbg_lifecycle *hs, uint64_t cgroup_id, uint64_t now)
+static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint64_t now)
 {
-	size_t n = ELEMENTSOF(hs->stall_retry);
+	size_t n = ELEMENTSOF(lc->stall_retry);
 
-	if (hs->n_stall_retry == n) {
-		uint64_t k = ++hs->stats.stall_retry_full;
+	if (lc->n_stall_retry == n) {
+		uint64_t k = ++lc->stats.stall_retry_full;
 
 		if (!(k & (k - 1)))
 			log_warning("%zu capped stalls wait to be reported again: dying cgroup %" PRIu64
 				    " re-armed at once (%" PRIu64 " so far)",
 				    n, cgroup_id, k);
-		hs->ops->kernel->disarm(hs->userdata, cgroup_id);
+		lc->ops->kernel->disarm(lc->userdata, cgroup_id);
 		return;
 	}
-	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry++) % n].cgroup_id = cgroup_id;
-	hs->stall_retry[(hs->stall_retry_head + hs->n_stall_retry - 1) % n].due = now + STALL_RETRY_USEC;
+	lc->stall_retry[(lc->stall_retry_head + lc->n_stall_retry++) % n].cgroup_id = cgroup_id;
+	lc->stall_retry[(lc->stall_retry_head + lc->n_stall_retry - 1) % n].due = now + STALL_RETRY_USEC;
 }
 
-uint64_t hs_stall_retry_due(const struct wbg_lifecycle *hs)
+uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc)
 {
-	return hs->n_stall_retry ? hs->stall_retry[hs->stall_retry_head].due : 0;
+	return lc->n_stall_retry ? lc->stall_retry[lc->stall_retry_head].due : 0;
 }
 
-void hs_stall_retry(struct wbg_lifecycle *hs, uint64_t now)
+void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now)
 {
-	size_t n = ELEMENTSOF(hs->stall_retry);
+	size_t n = ELEMENTSOF(lc->stall_retry);
 
 	/* a FIFO of one delay: the due times only grow */
-	while (hs->n_stall_retry && hs->stall_retry[hs->stall_retry_head].due <= now) {
-		uint64_t id = hs->stall_retry[hs->stall_retry_head].cgroup_id;
+	while (lc->n_stall_retry && lc->stall_retry[lc->stall_retry_head].due <= now) {
+		uint64_t id = lc->stall_retry[lc->stall_retry_head].cgroup_id;
 
 		/* one that got a handover since: that one disarms it at its end */
-		if (!lifecycle_cgroup_active(hs, id))
-			hs->ops->kernel->disarm(hs->userdata, id);
-		hs->stall_retry_head = (hs->stall_retry_head + 1) % n;
-		hs->n_stall_retry--;
+		if (!lifecycle_cgroup_active(lc, id))
+			lc->ops->kernel->disarm(lc->userdata, id);
+		lc->stall_retry_head = (lc->stall_retry_head + 1) % n;
+		lc->n_stall_retry--;
 	}
 }
 
-int hs_stall_admit(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
+int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
 		   uint64_t now)
 {
 	uint64_t tenant = 0;
 	const char *why = NULL;
 
-	if (!hs->mitigating || !hs->params.flush) {
-		hs->stats.stall_off++;
+	if (!lc->mitigating || !lc->params.flush) {
+		lc->stats.stall_off++;
 		return 0;
 	}
 	if (!in_scope) {
 		/* not ours to flush; BPF keeps it reported */
-		hs->stats.stall_out_of_scope++;
+		lc->stats.stall_out_of_scope++;
 		return 0;
 	}
-	if (lifecycle_cgroup_active(hs, cgroup_id)) {
+	if (lifecycle_cgroup_active(lc, cgroup_id)) {
 		/* its handover is at it (a watched one hears of the stall
 		 * through its own arming) */
-		hs->stats.stall_covered++;
+		lc->stats.stall_covered++;
 		return 0;
 	}
 	if (path && *path) {
@@ -93,33 +93,33 @@ int hs_stall_admit(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *pat
 	}
 	/* a path unknown (removed while wbguardd was down) names no tenant:
 	 * the device's budget alone */
-	if (tenant && !rate_take_keyed(hs->stall_tenant_rate, ELEMENTSOF(hs->stall_tenant_rate), bdi_dev, tenant,
+	if (tenant && !rate_take_keyed(lc->stall_tenant_rate, ELEMENTSOF(lc->stall_tenant_rate), bdi_dev, tenant,
 				       STALL_TENANT_PER_SEC, STALL_TENANT_BURST, now)) {
-		hs->stats.stall_tenant_capped++;
+		lc->stats.stall_tenant_capped++;
 		why = "its tenant's share of stall handovers on that device";
-	} else if (!rate_take_keyed(hs->stall_rate, ELEMENTSOF(hs->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
+	} else if (!rate_take_keyed(lc->stall_rate, ELEMENTSOF(lc->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
 				    now)) {
-		hs->stats.stall_capped++;
+		lc->stats.stall_capped++;
 		why = "too many stall handovers on that device";
 	}
 	if (why) {
-		uint64_t k = hs->stats.stall_capped + hs->stats.stall_tenant_capped;
+		uint64_t k = lc->stats.stall_capped + lc->stats.stall_tenant_capped;
 
 		if (!(k & (k - 1))) /* logged at 1, 2, 4...: a flood writes a few lines */
 			log_warning("Stall of dying cgroup %" PRIu64 " on %u:%u: %s (%" PRIu64
 				    " refused so far); reported again in a second",
 				    cgroup_id, major(bdi_dev), minor(bdi_dev), why, k);
-		stall_retry_later(hs, cgroup_id, now);
+		stall_retry_later(lc, cgroup_id, now);
 		return -EBUSY;
 	}
 	return 1;
 }
 
-enum wbg_event hs_stall_plan(struct wbg_lifecycle *hs, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan)
+enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan)
 {
 	int r;
 
-	hs->stats.stall_started++;
+	lc->stats.stall_started++;
 	h->t_removed = h->t_trigger;
 	h->stall_dev = bdi_dev;
 	log_notice("Stall: a foreign flush to dying cgroup %" PRIu64 " (%s) on %u:%u failed, and nothing covered it: "
@@ -127,10 +127,10 @@ enum wbg_event hs_stall_plan(struct wbg_lifecycle *hs, struct wbg_handover *h, d
 		   h->cgroup_id, *h->path ? h->path : "path unknown", major(bdi_dev), minor(bdi_dev), h->id);
 	/* what to write: its own, as BPF recorded it, else that device's
 	 * filesystem */
-	r = hs->ops->flusher->plan(hs->userdata, h->cgroup_id, NULL, false, plan);
+	r = lc->ops->flusher->plan(lc->userdata, h->cgroup_id, NULL, false, plan);
 	if (r >= 0 && plan->n == 0) {
 		plan_free(plan);
-		r = hs->ops->flusher->plan_recorded(hs->userdata, &bdi_dev, &(bool){ false }, 1, plan);
+		r = lc->ops->flusher->plan_recorded(lc->userdata, &bdi_dev, &(bool){ false }, 1, plan);
 	}
 	if (r >= 0 && plan->n > 0)
 		return WBG_EVENT_DIRTY_WATCH; /* watched like any removal on-evidence */

@@ -13,7 +13,7 @@
  * and the cleanup re-run. A wb still dirty after that is watched again
  * (REDIRTIED); a second flush waits reflush_sec after the first. Where
  * wb_stats cannot say whether it is still dirty (before 6.10), a flushed
- * cgroup is watched for the stall itself until HS_QUIET_USEC pass without
+ * cgroup is watched for the stall itself until LC_QUIET_USEC pass without
  * it. watch_max_age_sec ends every watch: one never flushed is flushed
  * (MAX_AGE), one flushed already is given up (EXPIRED).
  */
@@ -26,82 +26,82 @@
 #include "macro.h"
 #include "wbstats.h"
 
-static ssize_t watch_index(const struct wbg_lifecycle *hs, const struct wbg_handover *h)
+static ssize_t watch_index(const struct wbg_lifecycle *lc, const struct wbg_handover *h)
 {
-	for (size_t i = 0; i < hs->n_watched; i++)
-		if (hs->watched[i] == h)
+	for (size_t i = 0; i < lc->n_watched; i++)
+		if (lc->watched[i] == h)
 			return (ssize_t)i;
 	return -1;
 }
 
-struct wbg_handover *hs_watch_find(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
-	for (size_t i = 0; i < hs->n_watched; i++)
-		if (hs->watched[i]->cgroup_id == cgroup_id)
-			return hs->watched[i];
+	for (size_t i = 0; i < lc->n_watched; i++)
+		if (lc->watched[i]->cgroup_id == cgroup_id)
+			return lc->watched[i];
 	return NULL;
 }
 
-void hs_watch_at(struct wbg_lifecycle *hs, uint64_t usec)
+void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec)
 {
-	if (!hs->watch_due || usec < hs->watch_due)
-		hs->watch_due = usec;
+	if (!lc->watch_due || usec < lc->watch_due)
+		lc->watch_due = usec;
 }
 
-int hs_watch_add(struct wbg_lifecycle *hs, struct wbg_handover *h)
+int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
-	uint64_t now = hs_now(hs);
+	uint64_t now = lc_now(lc);
 	enum wbg_share_refusal refusal;
 	size_t of_tenant = 0;
 	bool pooled;
 	int r;
 
-	share_set(&hs->watch_share, hs->params.watch.max, hs->params.watch.max_per_tenant);
-	for (size_t i = 0; i < hs->n_watched; i++)
-		of_tenant += hs->watched[i]->tenant == h->tenant;
+	share_set(&lc->watch_share, lc->params.watch.max, lc->params.watch.max_per_tenant);
+	for (size_t i = 0; i < lc->n_watched; i++)
+		of_tenant += lc->watched[i]->tenant == h->tenant;
 	/* (watch_max is at least 1; 0, a table of none, is a test's) */
-	refusal = hs->params.watch.max ? share_take(&hs->watch_share, true, of_tenant, &pooled) : WBG_SHARE_FULL;
-	if (!hs->params.watch.max)
-		hs->watch_share.refused[WBG_SHARE_FULL]++;
+	refusal = lc->params.watch.max ? share_take(&lc->watch_share, true, of_tenant, &pooled) : WBG_SHARE_FULL;
+	if (!lc->params.watch.max)
+		lc->watch_share.refused[WBG_SHARE_FULL]++;
 	if (refusal != WBG_SHARE_TAKEN) {
 		/* one tenant's churn, or a few tenants', does not take
 		 * everyone's slots; logged at 1, 2, 4, 8...: a flood of
 		 * removals writes a few lines */
-		uint64_t k = hs->watch_share.refused[refusal];
+		uint64_t k = lc->watch_share.refused[refusal];
 
 		if (!(k & (k - 1)))
 			log_warning("%zu dying cgroups watched, %zu of %s's tenant (%s): %s instead (%" PRIu64
 				    " so far)",
-				    hs->n_watched, of_tenant, h->path,
+				    lc->n_watched, of_tenant, h->path,
 				    refusal == WBG_SHARE_FULL     ? "[flush] watch_max"
 				    : refusal == WBG_SHARE_TENANT ? "[flush] watch_max_per_tenant"
 								  : "its floor, and the pool of shares above floors",
 				    h->exit_recipe ? "only cleaned up" : "flushed now", k);
 		return -ENOSPC;
 	}
-	if (hs->n_watched == hs->watch_cap) {
-		size_t cap = hs->watch_cap ? hs->watch_cap * 2 : 16;
-		struct wbg_handover **v = realloc(hs->watched, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+	if (lc->n_watched == lc->watch_cap) {
+		size_t cap = lc->watch_cap ? lc->watch_cap * 2 : 16;
+		struct wbg_handover **v = realloc(lc->watched, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
 		if (!v) {
-			share_give(&hs->watch_share, pooled);
+			share_give(&lc->watch_share, pooled);
 			return log_oom();
 		}
-		hs->watched = v;
-		hs->watch_cap = cap;
+		lc->watched = v;
+		lc->watch_cap = cap;
 	}
-	hs->watched[hs->n_watched++] = h;
+	lc->watched[lc->n_watched++] = h;
 	h->watch = h->was_watched = true;
 	h->watch_pooled = pooled;
 	h->t_watch_added = h->t_watch = now;
-	hs->watch_stats.added++;
+	lc->watch_stats.added++;
 	/* Without the arming, no evidence comes: the drain and max_age still
 	 * cover it. */
-	r = hs->ops->kernel->arm(hs->userdata, h->cgroup_id, false);
+	r = lc->ops->kernel->arm(lc->userdata, h->cgroup_id, false);
 	if (r < 0)
 		log_debug_errno(r, "Cannot arm the evidence of %s: its drain and max_age still cover it", h->path);
 	log_debug("Watching the dying wb of %s (id %" PRIu64 ")", h->path, h->cgroup_id);
-	hs_watch_at(hs, now + HS_WATCH_TICK_USEC);
+	lc_watch_at(lc, now + LC_WATCH_TICK_USEC);
 	return 0;
 }
 
@@ -118,24 +118,24 @@ static enum wbg_watch_end watch_end(const struct wbg_handover *h, enum wbg_event
 	}
 }
 
-void hs_watch_remove(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event)
+void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event)
 {
-	ssize_t i = watch_index(hs, h);
+	ssize_t i = watch_index(lc, h);
 
 	if (i < 0)
 		return;
-	hs->watched[i] = hs->watched[--hs->n_watched];
+	lc->watched[i] = lc->watched[--lc->n_watched];
 	h->watch = false;
-	share_give(&hs->watch_share, h->watch_pooled);
-	hs->watch_stats.ended[watch_end(h, event)]++;
-	hs->ops->kernel->disarm(hs->userdata, h->cgroup_id);
-	hs->ops->kernel->forget(hs->userdata, h->cgroup_id);
+	share_give(&lc->watch_share, h->watch_pooled);
+	lc->watch_stats.ended[watch_end(h, event)]++;
+	lc->ops->kernel->disarm(lc->userdata, h->cgroup_id);
+	lc->ops->kernel->forget(lc->userdata, h->cgroup_id);
 }
 
-void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg_event event)
+void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event)
 {
 	if (h->verify == 0) {
-		hs->stats.verify_dirty++;
+		lc->stats.verify_dirty++;
 		log_notice("A dying wb of %s is still dirty at watch_max_age_sec; no longer watched", h->path);
 	}
 	if (h->outcome != WBG_OUTCOME_PENDING)
@@ -154,10 +154,10 @@ void hs_watch_outcome(struct wbg_lifecycle *hs, struct wbg_handover *h, enum wbg
 	}
 }
 
-enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, bool dirty,
+enum wbg_event lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
 				 uint64_t now)
 {
-	bool young = now - h->t_watch_added < hs->params.watch.max_age_usec;
+	bool young = now - h->t_watch_added < lc->params.watch.max_age_usec;
 
 	if (known && !dirty) {
 		h->verify = 1;
@@ -171,7 +171,7 @@ enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *
 			return WBG_EVENT_REDIRTIED;
 		h->verify = 0;
 		if (!h->watch) {
-			hs->stats.verify_dirty++;
+			lc->stats.verify_dirty++;
 			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
 		}
 		return WBG_EVENT_VERIFIED_DIRTY;
@@ -189,16 +189,16 @@ enum wbg_event hs_watch_verified(struct wbg_lifecycle *hs, struct wbg_handover *
 
 /* A watched one: drained, due for a flush, past its max age, or still
  * waiting (0). */
-static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+static enum wbg_event watch_look(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 				 size_t n, uint64_t now)
 {
-	const struct wbg_watch_params *p = &hs->params.watch;
+	const struct wbg_watch_params *p = &lc->params.watch;
 	bool drained;
 
 	if (known)
 		drained = !wbstats_set_has(dirty, n, h->cgroup_id);
 	else if (h->flushes)
-		drained = h->quiet = now - h->t_watch >= HS_QUIET_USEC;
+		drained = h->quiet = now - h->t_watch >= LC_QUIET_USEC;
 	else
 		drained = now - h->t_watch >= p->drain_after_usec;
 	if (drained)
@@ -214,7 +214,7 @@ static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *
 	/* the kernel should have drained it by now: flushed, as eager mode
 	 * would have */
 	h->expired = true;
-	hs->watch_stats.expired++;
+	lc->watch_stats.expired++;
 	return WBG_EVENT_MAX_AGE;
 }
 
@@ -222,39 +222,39 @@ static enum wbg_event watch_look(struct wbg_lifecycle *hs, struct wbg_handover *
  * replacing hundreds of pods, a tenant re-dirtying many removed cgroups'
  * files) costs at most evidence_per_sec flushes a second; the rest stay
  * pending and the tick takes them as the bucket refills. */
-static bool evidence_rate_take(struct wbg_lifecycle *hs, const struct wbg_handover *h, uint64_t now)
+static bool evidence_rate_take(struct wbg_lifecycle *lc, const struct wbg_handover *h, uint64_t now)
 {
-	unsigned per_sec = hs->params.watch.evidence_per_sec, of_tenant = per_sec / 4 ? per_sec / 4 : 1;
+	unsigned per_sec = lc->params.watch.evidence_per_sec, of_tenant = per_sec / 4 ? per_sec / 4 : 1;
 
 	/* a tenant's quarter first, so that one tenant's evidence leaves
 	 * the others theirs (a handover of no known tenant: a path unknown,
 	 * the node-wide cap alone) */
-	if (per_sec && h->tenant && !rate_take_keyed(hs->evidence_tenant_rate, ELEMENTSOF(hs->evidence_tenant_rate), h->tenant, 0,
+	if (per_sec && h->tenant && !rate_take_keyed(lc->evidence_tenant_rate, ELEMENTSOF(lc->evidence_tenant_rate), h->tenant, 0,
 					of_tenant, of_tenant, now)) {
-		hs->watch_stats.evidence_tenant_capped++;
+		lc->watch_stats.evidence_tenant_capped++;
 		return false;
 	}
-	if (rate_take(&hs->evidence_rate, per_sec, per_sec, now))
+	if (rate_take(&lc->evidence_rate, per_sec, per_sec, now))
 		return true;
-	hs->watch_stats.evidence_capped++;
+	lc->watch_stats.evidence_capped++;
 	return false;
 }
 
-enum wbg_event hs_watch_due(struct wbg_lifecycle *hs, struct wbg_handover *h, bool known, const uint64_t *dirty,
+enum wbg_event lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 			    size_t n, uint64_t now)
 {
 	if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
-	    now - h->t_last_flush >= hs->params.watch.reflush_usec && evidence_rate_take(hs, h, now))
+	    now - h->t_last_flush >= lc->params.watch.reflush_usec && evidence_rate_take(lc, h, now))
 		return WBG_EVENT_EVIDENCE;
 	if (h->phase == WBG_PHASE_WATCHED)
-		return watch_look(hs, h, known, dirty, n, now);
-	return HS_NO_EVENT;
+		return watch_look(lc, h, known, dirty, n, now);
+	return LC_NO_EVENT;
 }
 
-enum wbg_event hs_watch_evidence(struct wbg_lifecycle *hs, struct wbg_handover *h, const struct wbg_inode_key *inode,
+enum wbg_event lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now)
 {
-	hs->watch_stats.evidence++;
+	lc->watch_stats.evidence++;
 	if (h->evidence++ == 0)
 		h->t_evidence = now;
 	if (inode && inode->ino)
@@ -262,13 +262,13 @@ enum wbg_event hs_watch_evidence(struct wbg_lifecycle *hs, struct wbg_handover *
 	/* Evidence wins over a cleanup or a check under way: the writer is
 	 * waiting now. Not over a flush still running, nor sooner than
 	 * reflush_usec after the last (then the tick does it). */
-	if (h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < hs->params.watch.reflush_usec) ||
-	    !evidence_rate_take(hs, h, now))
+	if (h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < lc->params.watch.reflush_usec) ||
+	    !evidence_rate_take(lc, h, now))
 		return WBG_EVENT_EVIDENCE_SOON;
 	return WBG_EVENT_EVIDENCE;
 }
 
-enum wbg_event hs_watch_released(struct wbg_handover *h)
+enum wbg_event lc_watch_released(struct wbg_handover *h)
 {
 	/* released, its wbs are freed with it: no dying wb is left dirty */
 	if (h->phase != WBG_PHASE_FLUSHING)
@@ -276,7 +276,7 @@ enum wbg_event hs_watch_released(struct wbg_handover *h)
 	return WBG_EVENT_RELEASED;
 }
 
-bool lifecycle_watching(const struct wbg_lifecycle *hs, uint64_t cgroup_id)
+bool lifecycle_watching(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
-	return hs_watch_find(hs, cgroup_id) != NULL;
+	return lc_watch_find(lc, cgroup_id) != NULL;
 }

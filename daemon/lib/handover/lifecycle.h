@@ -48,11 +48,11 @@
 #define WBG_VERIFY_DELAY_USEC (200 * 1000)
 /* How often the watch table is looked at while it holds entries: one read
  * of wb_stats per bdi. */
-#define HS_WATCH_TICK_USEC (1000ULL * 1000)
+#define LC_WATCH_TICK_USEC (1000ULL * 1000)
 /* Without wb_stats (before 6.10), how long a flushed cgroup must go without
  * the stall (an -ENOENT foreign flush) before its watch ends: a stalled
  * writer's flushes fail every few seconds. */
-#define HS_QUIET_USEC (10ULL * 1000 * 1000)
+#define LC_QUIET_USEC (10ULL * 1000 * 1000)
 
 /* The lifecycle's world, by concern: each table is small, and a test double of
  * one concern leaves the others alone. One userdata for all. */
@@ -232,46 +232,46 @@ struct wbg_lifecycle {
 	struct wbg_hist flush_duration; /* first flush -> all targets done */
 };
 
-void lifecycle_init(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
+void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
 		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata);
 /* Ids from dir's reservation, above floor (pending_max_id). */
-void lifecycle_open_ids(struct wbg_lifecycle *hs, const char *dir, uint64_t floor);
+void lifecycle_open_ids(struct wbg_lifecycle *lc, const char *dir, uint64_t floor);
 /* Reloaded configuration; the watch table's bound applies to new entries. */
-void lifecycle_set_params(struct wbg_lifecycle *hs, const struct wbg_lifecycle_params *p);
-void lifecycle_set_mitigating(struct wbg_lifecycle *hs, bool on);
+void lifecycle_set_params(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p);
+void lifecycle_set_mitigating(struct wbg_lifecycle *lc, bool on);
 /* Stopping: waiters answered, deferred, watched and flushing handovers
  * recorded interrupted (their pending records kept for the next start,
  * which flushes what they name), the rest as they stand. Then everything
  * is freed. */
-void lifecycle_stop(struct wbg_lifecycle *hs);
+void lifecycle_stop(struct wbg_lifecycle *lc);
 
 /* The lifecycle's news. c is the cgroup's registry entry (or a stand-in
  * for one only the rmdir tracepoint saw). Returns the id of the handover
  * it started, 0 if it moved one on or started none. */
-uint64_t lifecycle_event(struct wbg_lifecycle *hs, struct wbg_cgroup *c, enum wbg_trigger trigger);
+uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger);
 /* In use again before its removal: its handover, if its flush is done, is
  * over. */
-void lifecycle_repopulated(struct wbg_lifecycle *hs, struct wbg_cgroup *c);
+void lifecycle_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c);
 /* systemd said what its stop job was after all. */
-void lifecycle_job_type(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *type);
+void lifecycle_job_type(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *type);
 /* A pool job for handovers is done. */
-void lifecycle_job_done(struct wbg_lifecycle *hs, const struct flush_job *j);
+void lifecycle_job_done(struct wbg_lifecycle *lc, const struct flush_job *j);
 /* Timeouts, batches, waiters and the watch that are due (ops->schedule
  * said when). */
-void lifecycle_tick(struct wbg_lifecycle *hs);
+void lifecycle_tick(struct wbg_lifecycle *lc);
 /* Whether the cgroup had a handover: one in progress, or one of the last
  * 1,024 that ended (the rmdir ring's duplicates of inotify's news). */
-bool lifecycle_recently_started(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+bool lifecycle_recently_started(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* The handover in progress with that id, or NULL. O(log n). */
-const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *hs, uint64_t id);
+const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64_t id);
 /* Whether a handover of the cgroup is in progress. O(log n). */
-bool lifecycle_cgroup_active(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
  * (inode: which, flushed with the rest of the cgroup's own), or a foreign
  * flush to it fail (inode NULL). -ENOENT: not watched. ret_path: its
  * handover's cgroup, for the log. */
-int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struct wbg_inode_key *inode,
+int lifecycle_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id, const struct wbg_inode_key *inode,
 		       const char **ret_path);
 /* The stall itself: the kernel failed a foreign flush to the dying cgroup
  * cgroup_id (its bdi on bdi_dev), which no handover covers: wbguardd was
@@ -285,15 +285,15 @@ int lifecycle_evidence(struct wbg_lifecycle *hs, uint64_t cgroup_id, const struc
  * scope or mitigation is off (counted); -EBUSY: that device's rate of
  * them, or its tenant's share of that, is used up (counted; reported again
  * a second later, not at each failed flush). */
-int lifecycle_stall(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope);
+int lifecycle_stall(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope);
 /* The kernel released the cgroup: its wbs are gone with it. */
-void lifecycle_released(struct wbg_lifecycle *hs, uint64_t cgroup_id);
+void lifecycle_released(struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* Whether its dying wb is watched (what it dirtied is needed then). */
-bool lifecycle_watching(const struct wbg_lifecycle *hs, uint64_t cgroup_id);
+bool lifecycle_watching(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 
 /* A handover for a cgroup already gone whose targets a record names
  * (restart recovery): flushed, then the cleanup, like any removal. */
-int lifecycle_recover(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *path, const dev_t *devs,
+int lifecycle_recover(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, const dev_t *devs,
 		      const bool *bdev, size_t n, uint64_t *ret_id);
 
 /* The API's FlushCgroup: c, if the cgroup is tracked, else path. Answers
@@ -302,17 +302,17 @@ int lifecycle_recover(struct wbg_lifecycle *hs, uint64_t cgroup_id, const char *
  * removal) is answered at once, "watched": nothing will be flushed for
  * the caller to wait for. -ENOENT: nothing known of it; -EBUSY: too many
  * waiting. */
-int lifecycle_flush_request(struct wbg_lifecycle *hs, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
+int lifecycle_flush_request(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *path, uint64_t timeout_usec,
 			    void *call);
 /* Callers match() picks wait for nothing any more (their connection
  * closed). Returns how many went. */
-unsigned lifecycle_drop_waiters(struct wbg_lifecycle *hs, bool (*match)(void *call, const void *data),
+unsigned lifecycle_drop_waiters(struct wbg_lifecycle *lc, bool (*match)(void *call, const void *data),
 				const void *data);
 
 /* The recent records, oldest first: from lifecycle_recent_first() (the
  * last limit of them; 0: all kept) to n_recent - 1. */
-uint64_t lifecycle_recent_first(const struct wbg_lifecycle *hs, size_t limit);
-const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *hs, uint64_t i);
-uint64_t lifecycle_total(const struct wbg_lifecycle *hs);
+uint64_t lifecycle_recent_first(const struct wbg_lifecycle *lc, size_t limit);
+const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *lc, uint64_t i);
+uint64_t lifecycle_total(const struct wbg_lifecycle *lc);
 /* Its metric families (wbguard_handovers_total, wbguard_dying_*...). */
-void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *hs);
+void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc);

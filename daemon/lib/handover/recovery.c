@@ -13,7 +13,7 @@
 #include "recovery.h"
 #include "wbstats.h"
 
-int recover_pending(struct wbg_lifecycle *hs, const char *state_dir, uint64_t **ret_covered, size_t *ret_n)
+int recover_pending(struct wbg_lifecycle *lc, const char *state_dir, uint64_t **ret_covered, size_t *ret_n)
 {
 	struct wbg_pending *v = NULL;
 	uint64_t *covered;
@@ -32,7 +32,7 @@ int recover_pending(struct wbg_lifecycle *hs, const char *state_dir, uint64_t **
 		uint64_t id = 0;
 
 		pending_drop(state_dir, v[i].id);
-		r = lifecycle_recover(hs, v[i].cgroup_id, v[i].path, v[i].devs, v[i].bdev, v[i].n, &id);
+		r = lifecycle_recover(lc, v[i].cgroup_id, v[i].path, v[i].devs, v[i].bdev, v[i].n, &id);
 		covered[n_covered++] = v[i].cgroup_id;
 		log_notice("Handover %" PRIu64 " of %s was in flight when the previous wbguardd stopped; flushing its %zu "
 			   "targets again as handover %" PRIu64,
@@ -47,7 +47,7 @@ int recover_pending(struct wbg_lifecycle *hs, const char *state_dir, uint64_t **
 	return r;
 }
 
-int recover_dying(struct wbg_lifecycle *hs, const char *debugfs, const char *cgroup_root, unsigned max_depth,
+int recover_dying(struct wbg_lifecycle *lc, const char *debugfs, const char *cgroup_root, unsigned max_depth,
 		  const uint64_t *covered, size_t n_covered)
 {
 	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
@@ -80,7 +80,7 @@ int recover_dying(struct wbg_lifecycle *hs, const char *debugfs, const char *cgr
 			}
 		if (k == 0)
 			continue; /* bdis not named by a device: nothing we can open */
-		r = lifecycle_recover(hs, cg, "(removed while not watching)", devs, bdev, k, &id);
+		r = lifecycle_recover(lc, cg, "(removed while not watching)", devs, bdev, k, &id);
 		if (r < 0)
 			return r;
 		log_notice("A dying cgroup (id %" PRIu64 ") still has dirty data on %zu device(s); flushing it as handover "
