@@ -77,7 +77,7 @@ int manager_reload(struct manager *m)
 		flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
 		flush_pool_set_exit_rate(m->pool, m->cfg.exit_bytes_per_sec);
 	}
-	p = manager_lifecycle_params(m);
+	p = lifecycle_host_params(&m->cfg, m->bpf);
 	lifecycle_set_params(&m->lifecycle, &p);
 	if (m->event) {
 		manager_refresh_verdict(m); /* [mitigation] mode */

@@ -224,6 +224,7 @@ static int start_lifecycle(struct manager *m)
 {
 	_cleanup_free_ char *tracing = NULL;
 	struct wbg_lifecycle_params p;
+	struct wbg_lifecycle_world world;
 	struct wbg_evidence e = { 0 };
 	int r;
 
@@ -243,8 +244,17 @@ static int start_lifecycle(struct manager *m)
 		if (r < 0)
 			log_warning_errno(r, "BPF unavailable; flushing every filesystem instead of what each cgroup dirtied");
 	}
-	p = manager_lifecycle_params(m);
-	lifecycle_init(&m->lifecycle, &p, &m->reg, &m->containers, &manager_lifecycle_ops, m);
+	m->lifecycle_host = (struct wbg_lifecycle_host){
+		.cfg = &m->cfg,
+		.mounts = &m->host.mounts,
+		.bdevs = &m->host.bdevs,
+		.bpf = m->bpf,
+		.scratch = &m->scratch,
+		.debugfs = m->debugfs,
+	};
+	p = lifecycle_host_params(&m->cfg, m->bpf);
+	world = manager_lifecycle_world(m);
+	lifecycle_init(&m->lifecycle, &p, &m->reg, &m->containers, &world);
 	r = timer_new_off(m->event, &m->lifecycle_source, 10 * 1000, on_lifecycle_due, m);
 	if (r >= 0)
 		r = timer_new_off(m->event, &m->expiry_source, 10 * 1000, on_expiry_due, m);
@@ -264,7 +274,7 @@ static int start_lifecycle(struct manager *m)
  * comes on the ring), and the mode in effect said. */
 static void start_flush_mode(struct manager *m)
 {
-	struct wbg_lifecycle_params p = manager_lifecycle_params(m);
+	struct wbg_lifecycle_params p = lifecycle_host_params(&m->cfg, m->bpf);
 
 	lifecycle_set_params(&m->lifecycle, &p);
 	if (m->cfg.flush_mode == WBG_FLUSH_EAGER)
@@ -390,6 +400,7 @@ int manager_start(struct manager *m)
 		return log_error_errno(r, "Cannot start flush workers");
 	flush_pool_set_interval(m->pool, m->cfg.fs_interval_usec);
 	flush_pool_set_exit_rate(m->pool, m->cfg.exit_bytes_per_sec);
+	m->lifecycle_host.pool = m->pool;
 	/* cgroupfs has file handles: whether we may open by handle at all
 	 * (the shipped DaemonSet's capabilities and seccomp decide) */
 	r = flush_probe_handles(m->cfg.cgroup_root);
@@ -460,8 +471,7 @@ struct manager *manager_free(struct manager *m)
 	(void)sd_notify(false, "STOPPING=1");
 	/* Every handover recorded as it stands (flushing or watched ones as
 	 * interrupted: the next start redoes them), its callers answered. */
-	if (m->lifecycle.ops)
-		lifecycle_stop(&m->lifecycle);
+	lifecycle_stop(&m->lifecycle);
 	/* Then at once, after every handover is retired (a retired one may
 	 * not boost any more) and before anything that talks to a peer (a
 	 * bus flush can block on one): the admin's value back and the state

@@ -22,6 +22,7 @@
 #include "control.h"
 #include "expiry.h"
 #include "lifecycle.h"
+#include "lifecycle-host.h"
 #include "host.h"
 #include "metrics-http.h"
 #include "probe-http.h"
@@ -59,6 +60,7 @@ struct manager {
 	struct wbg_scratch scratch;
 	struct wbg_verdicts verdicts;
 	struct wbg_lifecycle lifecycle;
+	struct wbg_lifecycle_host lifecycle_host; /* its flusher's and kernel's parts */
 	struct wbg_records records;
 	struct wbg_containers containers;
 	struct runtime_index *runtime_index; /* the runtimes' states by cgroup */
@@ -140,8 +142,7 @@ static inline uint64_t manager_now_usec(const struct manager *m)
 /* Per-pod expiry's world (manager-expiry.c). */
 extern const struct wbg_expiry_ops manager_expiry_ops;
 /* The handover lifecycle's world (manager-lifecycle.c). */
-extern const struct wbg_lifecycle_ops manager_lifecycle_ops;
-struct wbg_lifecycle_params manager_lifecycle_params(const struct manager *m);
+struct wbg_lifecycle_world manager_lifecycle_world(struct manager *m);
 
 /* The whole exposition, as a scrape sees it (exposition.c). */
 void metrics_write(const struct manager *m, FILE *f);

@@ -207,7 +207,7 @@ static const struct wbg_audience_ops audience_ops = {
 	.call_unref = f_call_unref,
 };
 
-const struct wbg_lifecycle_ops ops = {
+const struct wbg_lifecycle_world ops = {
 	.clock = &clock_ops,
 	.flusher = &flusher_ops,
 	.kernel = &kernel_ops,
@@ -241,7 +241,7 @@ void setup(bool on_evidence)
 
 	reset_world();
 	reg = (struct wbg_registry){ 0 };
-	lifecycle_init(&lc, &p, &reg, &containers, &ops, NULL);
+	lifecycle_init(&lc, &p, &reg, &containers, &ops);
 	lifecycle_open_ids(&lc, dir, 0);
 }
 

@@ -70,7 +70,7 @@ struct world {
 
 
 extern struct world x;
-extern const struct wbg_lifecycle_ops ops;
+extern const struct wbg_lifecycle_world ops;
 extern struct wbg_registry reg;
 extern struct wbg_containers containers;
 extern struct wbg_lifecycle lc;

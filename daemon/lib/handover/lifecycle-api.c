@@ -40,7 +40,7 @@ static void match_active(const void *nodep, VISIT which, void *closure)
 
 static int answer(struct wbg_lifecycle *lc, void *call, const struct wbg_recent *r, uint64_t id)
 {
-	lc->ops->audience->reply(lc->userdata, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
+	lc->world.audience->reply(lc->world.audience_data, call, r ? r->id : id, r ? r->outcome : "unknown", r ? r->reason : NULL);
 	return 1;
 }
 
@@ -75,11 +75,11 @@ int lifecycle_flush_request(struct wbg_lifecycle *lc, struct wbg_cgroup *c, cons
 	case WBG_PHASE_WATCHED:
 		/* on-evidence: nothing is written until a live cgroup dirties
 		 * its files, which may be never: a watch is an answer */
-		lc->ops->audience->reply(lc->userdata, call, h->id, "watched",
+		lc->world.audience->reply(lc->world.audience_data, call, h->id, "watched",
 			       "on-evidence: its dying wb is watched, and written when a live cgroup dirties its files");
 		return 1;
 	default: /* its flush is over (or there was none), or being checked */
-		lc->ops->audience->reply(lc->userdata, call, h->id,
+		lc->world.audience->reply(lc->world.audience_data, call, h->id,
 			       h->outcome != WBG_OUTCOME_PENDING ? wbg_outcome_to_string(h->outcome)
 			       : !h->was_watched		 ? "pending"
 			       : h->flushes			 ? "flushed"
@@ -88,7 +88,7 @@ int lifecycle_flush_request(struct wbg_lifecycle *lc, struct wbg_cgroup *c, cons
 		return 1;
 	}
 	if (timeout_usec == 0) {
-		lc->ops->audience->reply(lc->userdata, call, h->id, "pending", "not waited for");
+		lc->world.audience->reply(lc->world.audience_data, call, h->id, "pending", "not waited for");
 		return 1;
 	}
 	r = lc_waiter_add(lc, h, call, timeout_usec);

@@ -88,7 +88,7 @@ enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, 
 		 * nothing until the removal). */
 		h->replanned = true;
 		if (h->phase == WBG_PHASE_DEFERRED ||
-		    lc->ops->flusher->plan(lc->userdata, c->id, c, h->exit_recipe, plan) >= 0)
+		    lc->world.flusher->plan(lc->world.flusher_data, c->id, c, h->exit_recipe, plan) >= 0)
 			return WBG_EVENT_EMPTIED;
 		return LC_NO_EVENT;
 	}
@@ -118,7 +118,7 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c,
 		/* Its set may be one the BPF LRU evicted (a tenant with many
 		 * cgroups): every filesystem, rather than dirty data left. */
 		lc->stats.plans_set_evicted++;
-		r = lc->ops->flusher->plan_mounts(lc->userdata, plan);
+		r = lc->world.flusher->plan_mounts(lc->world.flusher_data, plan);
 		plan->source = "mounts (bpf set evicted)";
 		if (r >= 0 && plan->n > 0)
 			return WBG_EVENT_DIRTY;
@@ -169,7 +169,7 @@ enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, en
 
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
-	if (!h->t_removed && trigger != WBG_TRIGGER_API && lc->ops->kernel->has_children(lc->userdata, c->path))
+	if (!h->t_removed && trigger != WBG_TRIGGER_API && lc->world.kernel->has_children(lc->world.kernel_data, c->path))
 		return end_early(c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 	/* An explicit request is done whatever the kernel can do itself. */
 	if (!lc->mitigating && trigger != WBG_TRIGGER_API)
@@ -179,7 +179,7 @@ enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, en
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
-		r = lc->ops->kernel->read_dirty(lc->userdata, c->path, &dirty, &wb);
+		r = lc->world.kernel->read_dirty(lc->world.kernel_data, c->path, &dirty, &wb);
 		if (r >= 0) {
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
@@ -192,7 +192,7 @@ enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, en
 	/* the exit recipe writes the cgroup's own inodes: the plan takes its
 	 * inode sets */
 	exit = lc->params.at_exit && trigger != WBG_TRIGGER_API;
-	r = lc->ops->flusher->plan(lc->userdata, c->id, c, exit, plan);
+	r = lc->world.flusher->plan(lc->world.flusher_data, c->id, c, exit, plan);
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
@@ -232,7 +232,7 @@ enum wbg_event lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h
 enum wbg_event lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan)
 {
-	int r = lc->ops->flusher->plan_recorded(lc->userdata, devs, bdev, n, plan);
+	int r = lc->world.flusher->plan_recorded(lc->world.flusher_data, devs, bdev, n, plan);
 
 	h->t_removed = h->t_trigger;
 	if (r >= 0 && plan->n > 0)

@@ -47,7 +47,7 @@ int lc_submit(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_plan 
 
 		log_debug("handover %" PRIu64 ": target %u:%u %s %s, %s%zu inodes, %u passes", h->id, major(t->dev),
 			  minor(t->dev), t->fstype, t->mount, t->use_inodes ? "" : "syncfs, ", t->n_inodes, t->passes);
-		r = lc->ops->flusher->submit(lc->userdata, t, h->flush_purpose, handover_waiter(h));
+		r = lc->world.flusher->submit(lc->world.flusher_data, t, h->flush_purpose, handover_waiter(h));
 		if (r == -EBUSY) {
 			/* that target's queue is full (its flush hangs): failed */
 			log_warning("handover %" PRIu64 ": %s is not taking flushes (too many waiting)", h->id, t->mount);
@@ -72,7 +72,7 @@ int lc_submit(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_plan 
 /* So that a restart redoes it; a failure costs only that. */
 void lc_save_pending(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan)
 {
-	if (!h->pending_saved && plan->n && lc->ops->flusher->pending_save(lc->userdata, h, plan) >= 0)
+	if (!h->pending_saved && plan->n && lc->world.flusher->pending_save(lc->world.flusher_data, h, plan) >= 0)
 		h->pending_saved = true;
 }
 
@@ -81,14 +81,14 @@ void lc_save_pending(struct wbg_lifecycle *lc, struct wbg_handover *h, const str
 void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes)
 {
 	struct wbg_plan plan = { 0 };
-	int r = lc->ops->flusher->plan(lc->userdata, h->cgroup_id, NULL, inodes, &plan);
+	int r = lc->world.flusher->plan(lc->world.flusher_data, h->cgroup_id, NULL, inodes, &plan);
 
 	h->flush_purpose = inodes ? FLUSH_FOR_EVIDENCE : FLUSH_FOR_HANDOVER;
 	lc->stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
-		r = h->stall_dev ? lc->ops->flusher->plan_recorded(lc->userdata, &h->stall_dev, &(bool){ false }, 1, &plan)
-				 : lc->ops->flusher->plan_mounts(lc->userdata, &plan);
+		r = h->stall_dev ? lc->world.flusher->plan_recorded(lc->world.flusher_data, &h->stall_dev, &(bool){ false }, 1, &plan)
+				 : lc->world.flusher->plan_mounts(lc->world.flusher_data, &plan);
 		plan.source = h->stall_dev ? "stall device" : "mounts";
 	}
 	/* the inode the writer is waiting on, whatever the LRU kept */

@@ -20,7 +20,7 @@
 
 static inline uint64_t lc_now(const struct wbg_lifecycle *lc)
 {
-	return lc->ops->clock->now(lc->userdata);
+	return lc->world.clock->now(lc->world.clock_data);
 }
 
 /* The earliest deadline held, to ops->schedule; after every change

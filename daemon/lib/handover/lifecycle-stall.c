@@ -36,7 +36,7 @@ static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint
 			log_warning("%zu capped stalls wait to be reported again: dying cgroup %" PRIu64
 				    " re-armed at once (%" PRIu64 " so far)",
 				    n, cgroup_id, k);
-		lc->ops->kernel->disarm(lc->userdata, cgroup_id);
+		lc->world.kernel->disarm(lc->world.kernel_data, cgroup_id);
 		return;
 	}
 	lc->stall_retry[(lc->stall_retry_head + lc->n_stall_retry++) % n].cgroup_id = cgroup_id;
@@ -58,7 +58,7 @@ void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now)
 
 		/* one that got a handover since: that one disarms it at its end */
 		if (!lifecycle_cgroup_active(lc, id))
-			lc->ops->kernel->disarm(lc->userdata, id);
+			lc->world.kernel->disarm(lc->world.kernel_data, id);
 		lc->stall_retry_head = (lc->stall_retry_head + 1) % n;
 		lc->n_stall_retry--;
 	}
@@ -127,10 +127,10 @@ enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, d
 		   h->cgroup_id, *h->path ? h->path : "path unknown", major(bdi_dev), minor(bdi_dev), h->id);
 	/* what to write: its own, as BPF recorded it, else that device's
 	 * filesystem */
-	r = lc->ops->flusher->plan(lc->userdata, h->cgroup_id, NULL, false, plan);
+	r = lc->world.flusher->plan(lc->world.flusher_data, h->cgroup_id, NULL, false, plan);
 	if (r >= 0 && plan->n == 0) {
 		plan_free(plan);
-		r = lc->ops->flusher->plan_recorded(lc->userdata, &bdi_dev, &(bool){ false }, 1, plan);
+		r = lc->world.flusher->plan_recorded(lc->world.flusher_data, &bdi_dev, &(bool){ false }, 1, plan);
 	}
 	if (r >= 0 && plan->n > 0)
 		return WBG_EVENT_DIRTY_WATCH; /* watched like any removal on-evidence */

@@ -30,7 +30,7 @@ static void waiter_free(struct wbg_lifecycle *lc, struct wbg_waiter *w)
 		lc->n_waiters--;
 		share_give(&lc->waiter_share, w->pooled);
 	}
-	lc->ops->audience->call_unref(lc->userdata, w->call);
+	lc->world.audience->call_unref(lc->world.audience_data, w->call);
 	free(w);
 }
 
@@ -44,7 +44,7 @@ void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, co
 		next = w->next;
 		if (w->handover_id != h->id)
 			continue;
-		lc->ops->audience->reply(lc->userdata, w->call, h->id, outcome, h->reason);
+		lc->world.audience->reply(lc->world.audience_data, w->call, h->id, outcome, h->reason);
 		waiter_free(lc, w);
 	}
 }
@@ -80,7 +80,7 @@ void lc_waiters_expire(struct wbg_lifecycle *lc, uint64_t now)
 		next = w->next;
 		if (w->due > now)
 			continue;
-		lc->ops->audience->reply(lc->userdata, w->call, w->handover_id, "pending",
+		lc->world.audience->reply(lc->world.audience_data, w->call, w->handover_id, "pending",
 			       "still flushing when the caller's timeout came");
 		waiter_free(lc, w);
 	}
@@ -157,7 +157,7 @@ int lc_waiter_add(struct wbg_lifecycle *lc, const struct wbg_handover *h, void *
 		share_give(&lc->waiter_share, pooled);
 		return -ENOMEM;
 	}
-	*w = (struct wbg_waiter){ .call = lc->ops->audience->call_ref(lc->userdata, call), .handover_id = h->id,
+	*w = (struct wbg_waiter){ .call = lc->world.audience->call_ref(lc->world.audience_data, call), .handover_id = h->id,
 				  .tenant = h->tenant, .pooled = pooled,
 				  .due = lc_now(lc) + timeout_usec, .next = lc->waiters };
 	lc->waiters = w;
@@ -168,7 +168,7 @@ int lc_waiter_add(struct wbg_lifecycle *lc, const struct wbg_handover *h, void *
 void lc_waiters_stop(struct wbg_lifecycle *lc)
 {
 	while (lc->waiters) {
-		lc->ops->audience->reply(lc->userdata, lc->waiters->call, lc->waiters->handover_id, "pending", "daemon stopping");
+		lc->world.audience->reply(lc->world.audience_data, lc->waiters->call, lc->waiters->handover_id, "pending", "daemon stopping");
 		waiter_free(lc, lc->waiters);
 	}
 }

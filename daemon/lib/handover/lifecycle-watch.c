@@ -97,7 +97,7 @@ int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	lc->watch_stats.added++;
 	/* Without the arming, no evidence comes: the drain and max_age still
 	 * cover it. */
-	r = lc->ops->kernel->arm(lc->userdata, h->cgroup_id, false);
+	r = lc->world.kernel->arm(lc->world.kernel_data, h->cgroup_id, false);
 	if (r < 0)
 		log_debug_errno(r, "Cannot arm the evidence of %s: its drain and max_age still cover it", h->path);
 	log_debug("Watching the dying wb of %s (id %" PRIu64 ")", h->path, h->cgroup_id);
@@ -128,8 +128,8 @@ void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_
 	h->watch = false;
 	share_give(&lc->watch_share, h->watch_pooled);
 	lc->watch_stats.ended[watch_end(h, event)]++;
-	lc->ops->kernel->disarm(lc->userdata, h->cgroup_id);
-	lc->ops->kernel->forget(lc->userdata, h->cgroup_id);
+	lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
+	lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
 }
 
 void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event)

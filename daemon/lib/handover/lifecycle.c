@@ -23,13 +23,13 @@
 #include "wbstats.h"
 
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
-		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata)
+		    const struct wbg_containers *containers, const struct wbg_lifecycle_world *world)
 {
 	static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
 	static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
 
-	*lc = (struct wbg_lifecycle){ .params = *p, .reg = reg, .containers = containers, .ops = ops,
-				      .userdata = userdata, .mitigating = true };
+	*lc = (struct wbg_lifecycle){ .params = *p, .reg = reg, .containers = containers, .world = *world,
+				      .mitigating = true };
 	hist_init(&lc->reaction, reaction, ELEMENTSOF(reaction));
 	hist_init(&lc->flush_duration, duration, ELEMENTSOF(duration));
 }
@@ -69,7 +69,7 @@ void lc_reschedule(struct wbg_lifecycle *lc)
 	EARLIER(lc_stall_retry_due(lc));
 #undef EARLIER
 	if (next)
-		lc->ops->clock->schedule(lc->userdata, next);
+		lc->world.clock->schedule(lc->world.clock_data, next);
 }
 
 static void in_flight_remove(struct wbg_lifecycle *lc, struct wbg_handover *h)
@@ -138,22 +138,22 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	 * (a flush that outlives the rmdir still needs it on evidence); a
 	 * watched one's went at its unwatching */
 	if (h->t_removed && !h->was_watched && !lifecycle_cgroup_active(lc, h->cgroup_id))
-		lc->ops->kernel->forget(lc->userdata, h->cgroup_id);
+		lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
 	/* its next stall is news again (unwatching forgot a watched one),
 	 * unless nothing could be flushed for it: then a report at every
 	 * failed flush would only repeat this end */
 	if (h->trigger == WBG_TRIGGER_STALL && !h->was_watched && h->outcome != WBG_OUTCOME_NO_TARGETS &&
 	    h->outcome != WBG_OUTCOME_FAILED)
-		lc->ops->kernel->disarm(lc->userdata, h->cgroup_id);
+		lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
 	if (h->pending_saved)
-		lc->ops->flusher->pending_drop(lc->userdata, h->id);
+		lc->world.flusher->pending_drop(lc->world.flusher_data, h->id);
 	lc->stats.by[h->trigger][h->outcome]++;
 	containers_names(lc->containers, h->path, &names);
 	o = handover_to_json(h, &names);
 	json = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 	if (!json)
 		log_oom();
-	lc->ops->audience->ended(lc->userdata, h, json ? json : "{}");
+	lc->world.audience->ended(lc->world.audience_data, h, json ? json : "{}");
 	lc_reply_waiters(lc, h, wbg_outcome_to_string(h->outcome));
 	lc_remember(lc, h, json ? json : "{}");
 	json_object_put(o);
@@ -214,7 +214,7 @@ static enum wbg_event carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h
 	 * dirtying would be); before any (drained, or the exit recipe's
 	 * flush not enough), a live cgroup's first dirtying still is */
 	if (actions & WBG_ACT_ARM_STALL && h->watch)
-		(void)lc->ops->kernel->arm(lc->userdata, h->cgroup_id, h->flushes > 0);
+		(void)lc->world.kernel->arm(lc->world.kernel_data, h->cgroup_id, h->flushes > 0);
 	if (actions & WBG_ACT_NOTE_EVIDENCE)
 		h->evidence_pending = true;
 	if (actions & WBG_ACT_QUEUE_CLEANUP) {
@@ -312,7 +312,7 @@ static void run_cleanup(struct wbg_lifecycle *lc)
 	lc->cleanup_due = 0;
 	if (!h)
 		return;
-	r = lc->ops->kernel->cleanup(lc->userdata);
+	r = lc->world.kernel->cleanup(lc->world.kernel_data);
 	if (r >= 0) {
 		lc->stats.cleanup_cycles++;
 		done = true;
@@ -336,7 +336,7 @@ static void run_verify(struct wbg_lifecycle *lc, uint64_t now)
 {
 	_cleanup_free_ uint64_t *dirty = NULL;
 	size_t n = 0;
-	int r = lc->ops->kernel->dirty_cgroups(lc->userdata, &dirty, &n);
+	int r = lc->world.kernel->dirty_cgroups(lc->world.kernel_data, &dirty, &n);
 
 	if (r == -ENOMEM)
 		log_oom();
@@ -353,7 +353,7 @@ static void timed_out(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	log_warning("Flush for %s did not finish in %.1f s", h->path, (double)lc->params.timeout_usec / 1e6);
 	/* a worker still inside it goes on waiting for the kernel, and
 	 * another thread takes its place */
-	lc->ops->flusher->timed_out(lc->userdata);
+	lc->world.flusher->timed_out(lc->world.flusher_data);
 	h->outcome = WBG_OUTCOME_TIMEOUT;
 	h->reason = "flush timeout";
 	h->n_pending = 0;
@@ -371,7 +371,7 @@ static void watch_tick(struct wbg_lifecycle *lc, uint64_t now)
 	lc->watch_due = 0;
 	if (lc->n_watched == 0)
 		return;
-	known = lc->ops->kernel->dirty_cgroups(lc->userdata, &dirty, &n) >= 0;
+	known = lc->world.kernel->dirty_cgroups(lc->world.kernel_data, &dirty, &n) >= 0;
 	/* backwards: a step that ends one moves the last entry, already
 	 * looked at, into its place */
 	for (size_t i = lc->n_watched; i-- > 0;)
@@ -569,6 +569,8 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	size_t n = 0;
 	struct wbg_handover **v, **p;
 
+	if (!lc->world.clock)
+		return; /* never initialized: nothing began */
 	lc_waiters_stop(lc);
 	/* Every handover still open is recorded as it stands, in one pass
 	 * (a step may end and free it: collected first). */

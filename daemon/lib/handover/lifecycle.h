@@ -18,7 +18,7 @@
  * recent ring the API answers from, and the API's flush waiters. Everything
  * it does to the world (plan, submit to the pool, the scratch cycle, dirty
  * counters, wb_stats, BPF arming, the state dir, the record, the clock and
- * the one timer) goes through wbg_lifecycle_ops, so unit tests drive every
+ * the one timer) goes through struct wbg_lifecycle_world's ops tables, so unit tests drive every
  * transition with fakes.
  */
 #pragma once
@@ -55,7 +55,7 @@
 #define LC_QUIET_USEC (10ULL * 1000 * 1000)
 
 /* The lifecycle's world, by concern: each table is small, and a test double of
- * one concern leaves the others alone. One userdata for all. */
+ * one concern leaves the others alone. Each with its own object (struct wbg_lifecycle_world). */
 struct wbg_clock_ops {
 	uint64_t (*now)(void *userdata); /* CLOCK_MONOTONIC, usec */
 	/* Call lifecycle_tick() at usec, or sooner. */
@@ -113,11 +113,19 @@ struct wbg_audience_ops {
 	void (*call_unref)(void *userdata, void *call);
 };
 
-struct wbg_lifecycle_ops {
+/* The world as the lifecycle sees it: each concern's ops with the object
+ * they act on, so the host's flusher and kernel (lifecycle-host.h) and the
+ * daemon's clock and audience (its event loop, bus and journal) are parts
+ * of their own, and a test fakes any one of them. */
+struct wbg_lifecycle_world {
 	const struct wbg_clock_ops *clock;
+	void *clock_data;
 	const struct wbg_flusher_ops *flusher;
+	void *flusher_data;
 	const struct wbg_kernel_ops *kernel;
+	void *kernel_data;
 	const struct wbg_audience_ops *audience;
+	void *audience_data;
 };
 
 struct wbg_watch_params {
@@ -181,8 +189,7 @@ struct wbg_waiter;
 
 struct wbg_lifecycle {
 	struct wbg_lifecycle_params params;
-	const struct wbg_lifecycle_ops *ops;
-	void *userdata;
+	struct wbg_lifecycle_world world;
 	struct wbg_registry *reg;
 	const struct wbg_containers *containers; /* whose cgroups, for the records */
 	struct wbg_ids ids; /* unique across restarts (pending.h) */
@@ -233,7 +240,7 @@ struct wbg_lifecycle {
 };
 
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
-		    const struct wbg_containers *containers, const struct wbg_lifecycle_ops *ops, void *userdata);
+		    const struct wbg_containers *containers, const struct wbg_lifecycle_world *world);
 /* Ids from dir's reservation, above floor (pending_max_id). */
 void lifecycle_open_ids(struct wbg_lifecycle *lc, const char *dir, uint64_t floor);
 /* Reloaded configuration; the watch table's bound applies to new entries. */
@@ -242,7 +249,7 @@ void lifecycle_set_mitigating(struct wbg_lifecycle *lc, bool on);
 /* Stopping: waiters answered, deferred, watched and flushing handovers
  * recorded interrupted (their pending records kept for the next start,
  * which flushes what they name), the rest as they stand. Then everything
- * is freed. */
+ * is freed. A lifecycle never initialized (zeroed) has nothing to stop. */
 void lifecycle_stop(struct wbg_lifecycle *lc);
 
 /* The lifecycle's news. c is the cgroup's registry entry (or a stand-in
