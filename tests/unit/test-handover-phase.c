@@ -13,70 +13,82 @@
 #define P(x) WBG_PHASE_##x
 #define E(x) WBG_EVENT_##x
 #define A(x) WBG_ACT_##x
+#define G(x) WBG_GUARD_##x
+#define ALL_GUARDS ((1U << _WBG_GUARD_COUNT) - 1)
 
+/* What each phase does with each event when the guards hold: the
+ * lifecycle's specification. */
 struct expect {
 	enum wbg_phase phase;
 	enum wbg_event event;
+	unsigned guards;
 	enum wbg_phase next;
 	unsigned actions;
 };
 
 static const struct expect cells[] = {
-	{ P(CHECKING), E(NOTHING), P(ENDED), A(END) },
-	{ P(CHECKING), E(NOTHING_GONE), P(CLEANUP), A(QUEUE_CLEANUP) },
-	{ P(CHECKING), E(DIRTY), P(FLUSHING), A(SUBMIT) },
-	{ P(CHECKING), E(DIRTY_WATCH), P(DEFERRED), A(SAVE_PENDING) },
+	{ P(CHECKING), E(NOTHING), 0, P(ENDED), A(END) },
+	{ P(CHECKING), E(NOTHING), G(CHARGED), P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(CHECKING), E(DIRTY), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(ASKED), P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(EXIT_ROUTE), P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(WATCH_ROUTE), P(DEFERRED), A(SAVE_PENDING) },
 
-	{ P(FLUSHING), E(EMPTIED), P(FLUSHING), A(SUBMIT) },
-	{ P(FLUSHING), E(REMOVED), P(FLUSHING), 0 },
-	{ P(FLUSHING), E(REMOVED_WATCH), P(FLUSHING), 0 },
-	{ P(FLUSHING), E(REPOPULATED), P(FLUSHING), 0 },
-	{ P(FLUSHING), E(FLUSHED), P(AWAITING_REMOVAL), A(ANSWER) },
-	{ P(FLUSHING), E(NONE_STARTED), P(ENDED), A(END) },
-	{ P(FLUSHING), E(FLUSHED_ASKED), P(ENDED), A(END) },
-	{ P(FLUSHING), E(FLUSHED_GONE), P(CLEANUP), A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
-	{ P(FLUSHING), E(FLUSHED_GONE_WATCH), P(CLEANUP), A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP) },
-	{ P(FLUSHING), E(EVIDENCE), P(FLUSHING), A(NOTE_EVIDENCE) },
-	{ P(FLUSHING), E(EVIDENCE_SOON), P(FLUSHING), A(NOTE_EVIDENCE) },
-	{ P(FLUSHING), E(RELEASED), P(FLUSHING), 0 },
-	{ P(FLUSHING), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+	{ P(FLUSHING), E(EMPTIED), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(FLUSHING), E(REMOVED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(REMOVED), G(EXIT_ROUTE), P(FLUSHING), 0 },
+	{ P(FLUSHING), E(REPOPULATED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(FLUSHED), 0, P(AWAITING_REMOVAL), A(ANSWER) },
+	{ P(FLUSHING), E(FLUSHED), G(NONE_STARTED), P(ENDED), A(END) },
+	{ P(FLUSHING), E(FLUSHED), G(ASKED), P(ENDED), A(END) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE), P(CLEANUP), A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(ASKED), P(CLEANUP), A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(EXIT_ROUTE), P(CLEANUP), A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(EXIT_ROUTE) | G(WAS_WATCHED), P(CLEANUP),
+	  A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(EVIDENCE), 0, P(FLUSHING), A(NOTE_EVIDENCE) },
+	{ P(FLUSHING), E(EVIDENCE), G(SOON), P(FLUSHING), A(NOTE_EVIDENCE) },
+	{ P(FLUSHING), E(RELEASED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(STOP), 0, P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 
-	{ P(AWAITING_REMOVAL), E(EMPTIED), P(FLUSHING), A(SUBMIT) },
-	{ P(AWAITING_REMOVAL), E(REMOVED), P(CLEANUP), A(QUEUE_CLEANUP) },
-	{ P(AWAITING_REMOVAL), E(REMOVED_WATCH), P(CLEANUP), A(WATCH) | A(QUEUE_CLEANUP) },
-	{ P(AWAITING_REMOVAL), E(REPOPULATED), P(ENDED), A(END) },
-	{ P(AWAITING_REMOVAL), E(STOP), P(ENDED), A(END) },
+	{ P(AWAITING_REMOVAL), E(EMPTIED), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(AWAITING_REMOVAL), E(REMOVED), 0, P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(AWAITING_REMOVAL), E(REMOVED), G(EXIT_ROUTE), P(CLEANUP), A(WATCH) | A(QUEUE_CLEANUP) },
+	{ P(AWAITING_REMOVAL), E(REPOPULATED), 0, P(ENDED), A(END) },
+	{ P(AWAITING_REMOVAL), E(STOP), 0, P(ENDED), A(END) },
 
-	{ P(DEFERRED), E(EMPTIED), P(DEFERRED), 0 },
-	{ P(DEFERRED), E(REMOVED), P(WATCHED), A(WATCH) },
-	{ P(DEFERRED), E(REPOPULATED), P(ENDED), A(END) },
-	{ P(DEFERRED), E(STOP), P(ENDED), A(KEEP_PENDING) | A(END) },
+	{ P(DEFERRED), E(EMPTIED), G(WATCH_ROUTE), P(DEFERRED), 0 },
+	{ P(DEFERRED), E(REMOVED), G(WATCH_ROUTE), P(WATCHED), A(WATCH) },
+	{ P(DEFERRED), E(REPOPULATED), G(WATCH_ROUTE), P(ENDED), A(END) },
+	{ P(DEFERRED), E(STOP), G(WATCH_ROUTE), P(ENDED), A(KEEP_PENDING) | A(END) },
 
-	{ P(WATCHED), E(WATCH_REFUSED), P(FLUSHING), A(FLUSH_ALL) },
-	{ P(WATCHED), E(DRAINED), P(CLEANUP), A(QUEUE_CLEANUP) },
-	{ P(WATCHED), E(EVIDENCE), P(FLUSHING), A(FLUSH_INODES) },
-	{ P(WATCHED), E(EVIDENCE_SOON), P(WATCHED), A(NOTE_EVIDENCE) },
-	{ P(WATCHED), E(MAX_AGE), P(FLUSHING), A(FLUSH_ALL) },
-	{ P(WATCHED), E(EXPIRED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(WATCHED), E(RELEASED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(WATCHED), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+	{ P(WATCHED), E(WATCH_REFUSED), G(GONE), P(FLUSHING), A(FLUSH_ALL) },
+	{ P(WATCHED), E(DRAINED), G(GONE), P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(WATCHED), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(WATCHED), E(EVIDENCE), G(GONE) | G(SOON), P(WATCHED), A(NOTE_EVIDENCE) },
+	{ P(WATCHED), E(AGED), G(GONE), P(FLUSHING), A(FLUSH_ALL) },
+	{ P(WATCHED), E(AGED), G(GONE) | G(FLUSHED_BEFORE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(WATCHED), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(WATCHED), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 
-	{ P(CLEANUP), E(CLEANED), P(VERIFY), A(QUEUE_VERIFY) },
-	{ P(CLEANUP), E(WATCH_REFUSED), P(CLEANUP), A(QUEUE_CLEANUP) | A(ANSWER) },
-	{ P(CLEANUP), E(EVIDENCE), P(FLUSHING), A(FLUSH_INODES) },
-	{ P(CLEANUP), E(EVIDENCE_SOON), P(CLEANUP), A(NOTE_EVIDENCE) },
-	{ P(CLEANUP), E(RELEASED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(CLEANUP), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+	{ P(CLEANUP), E(CLEANED), G(GONE), P(VERIFY), A(QUEUE_VERIFY) },
+	{ P(CLEANUP), E(WATCH_REFUSED), G(GONE), P(CLEANUP), A(QUEUE_CLEANUP) | A(ANSWER) },
+	{ P(CLEANUP), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(CLEANUP), E(EVIDENCE), G(GONE) | G(SOON), P(CLEANUP), A(NOTE_EVIDENCE) },
+	{ P(CLEANUP), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(CLEANUP), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 
-	{ P(VERIFY), E(VERIFIED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(VERIFY), E(VERIFIED_DIRTY), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(VERIFY), E(REDIRTIED), P(WATCHED), A(ARM_STALL) },
-	{ P(VERIFY), E(EVIDENCE), P(FLUSHING), A(FLUSH_INODES) },
-	{ P(VERIFY), E(EVIDENCE_SOON), P(VERIFY), A(NOTE_EVIDENCE) },
-	{ P(VERIFY), E(RELEASED), P(ENDED), A(UNWATCH) | A(END) },
-	{ P(VERIFY), E(STOP), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+	{ P(VERIFY), E(VERIFIED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(DIRTY), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(WATCH_AGAIN), P(WATCHED), A(ARM_STALL) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(DIRTY) | G(WATCH_AGAIN), P(WATCHED), A(ARM_STALL) },
+	{ P(VERIFY), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(VERIFY), E(EVIDENCE), G(GONE) | G(SOON), P(VERIFY), A(NOTE_EVIDENCE) },
+	{ P(VERIFY), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
 };
 
+/* The first expectation for a phase and event (with any guards). */
 static const struct expect *listed(enum wbg_phase p, enum wbg_event e)
 {
 	for (size_t i = 0; i < ELEMENTSOF(cells); i++)
@@ -109,6 +121,30 @@ static char *design_diagram(const char *path)
 	return end ? strndup(start, (size_t)(end - start)) : NULL;
 }
 
+static bool is_invalid(struct wbg_step s, enum wbg_phase p)
+{
+	/* ends the handover; in ENDED (freed) it does nothing */
+	return s.invalid && s.next == P(ENDED) && (p == P(ENDED) ? s.actions == 0 : s.actions == (A(UNWATCH) | A(END)));
+}
+
+/* Guards that make a phase and event invalid. */
+static const struct expect refused[] = {
+	{ P(DEFERRED), E(REMOVED), G(EXIT_ROUTE), P(ENDED), 0 }, /* deferred is the watch route's */
+};
+
+/* Whether an expectation or refusal for phase and event holds guard g:
+ * then g matters there. */
+static bool mentions(enum wbg_phase p, enum wbg_event e, unsigned g)
+{
+	for (size_t i = 0; i < ELEMENTSOF(cells); i++)
+		if (cells[i].phase == p && cells[i].event == e && cells[i].guards & g)
+			return true;
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+		if (refused[i].phase == p && refused[i].event == e && refused[i].guards & g)
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned wrong = 0, invalid_ok = 0, n_invalid = 0, ended = 0;
@@ -120,36 +156,58 @@ int main(int argc, char **argv)
 		handover_phase_diagram(stdout);
 		return 0;
 	}
-	/* every cell of the table */
+	/* every expectation */
+	for (size_t i = 0; i < ELEMENTSOF(cells); i++) {
+		const struct expect *x = &cells[i];
+		struct wbg_step s = handover_step(x->phase, x->event, x->guards);
+
+		if (s.invalid || s.next != x->next || s.actions != x->actions) {
+			wrong++;
+			printf("# %s x %s (guards %#x): got %s (%#x%s), expected %s (%#x)\n", wbg_phase_to_string(x->phase),
+			       wbg_event_to_string(x->event), x->guards, wbg_phase_to_string(s.next), s.actions,
+			       s.invalid ? ", invalid" : "", wbg_phase_to_string(x->next), x->actions);
+		}
+	}
+	CHECK(wrong == 0, "all %zu expected cells go where they should, with their actions", ELEMENTSOF(cells));
+	/* a phase and event no expectation names must not happen, whatever
+	 * the guards */
 	for (unsigned p = 0; p < _WBG_PHASE_MAX; p++)
 		for (unsigned e = 0; e < _WBG_EVENT_MAX; e++) {
-			const struct expect *x = listed(p, e);
-			struct wbg_step s = handover_step(p, e);
-
-			if (x) {
-				if (s.invalid || s.next != x->next || s.actions != x->actions) {
-					wrong++;
-					printf("# %s x %s: got %s (%#x%s), expected %s (%#x)\n", wbg_phase_to_string(p),
-					       wbg_event_to_string(e), wbg_phase_to_string(s.next), s.actions,
-					       s.invalid ? ", invalid" : "", wbg_phase_to_string(x->next), x->actions);
-				}
+			if (listed(p, e))
 				continue;
-			}
 			n_invalid++;
-			/* a cell that must not happen ends the handover; in
-			 * ENDED (freed) it does nothing */
-			if (s.invalid && s.next == P(ENDED) &&
-			    (p == P(ENDED) ? s.actions == 0 : s.actions == (A(UNWATCH) | A(END))))
+			if (is_invalid(handover_step(p, e, 0), p) && is_invalid(handover_step(p, e, ALL_GUARDS), p))
 				invalid_ok++;
 			else
-				printf("# %s x %s: not listed, but valid (next %s)\n", wbg_phase_to_string(p),
-				       wbg_event_to_string(e), wbg_phase_to_string(s.next));
+				printf("# %s x %s: not expected, but valid\n", wbg_phase_to_string(p), wbg_event_to_string(e));
 		}
-	CHECK(wrong == 0, "all %zu listed cells of the %u x %u table go where they should, with their actions",
-	      ELEMENTSOF(cells), (unsigned)_WBG_PHASE_MAX, (unsigned)_WBG_EVENT_MAX);
-	CHECK(invalid_ok == n_invalid, "all %u other cells end the handover as invalid (not an assertion)", n_invalid);
-	CHECK(handover_step(_WBG_PHASE_MAX, E(STOP)).invalid && handover_step(P(WATCHED), _WBG_EVENT_MAX).invalid,
+	CHECK(invalid_ok == n_invalid, "all %u other phase x event pairs end the handover as invalid (not an assertion)",
+	      n_invalid);
+	wrong = 0;
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+		wrong += !is_invalid(handover_step(refused[i].phase, refused[i].event, refused[i].guards), refused[i].phase);
+	CHECK(wrong == 0, "a guard a cell refuses makes it invalid (a deferred handover on the exit route)");
+	CHECK(handover_step(_WBG_PHASE_MAX, E(STOP), 0).invalid && handover_step(P(WATCHED), _WBG_EVENT_MAX, 0).invalid,
 	      "out-of-range phases and events: invalid");
+	/* guards a cell does not ask about change nothing */
+	wrong = 0;
+	for (size_t i = 0; i < ELEMENTSOF(cells); i++) {
+		const struct expect *x = &cells[i];
+
+		for (unsigned g = 0; g < _WBG_GUARD_COUNT; g++) {
+			unsigned with = x->guards | (1U << g);
+			struct wbg_step s = handover_step(x->phase, x->event, with);
+
+			if (with == x->guards || mentions(x->phase, x->event, 1U << g))
+				continue;
+			if (s.invalid || s.next != x->next || s.actions != x->actions) {
+				wrong++;
+				printf("# %s x %s: guard %s changed it\n", wbg_phase_to_string(x->phase),
+				       wbg_event_to_string(x->event), wbg_guard_to_string(1U << g));
+			}
+		}
+	}
+	CHECK(wrong == 0, "a guard no cell of a phase and event asks about leaves its step as it is");
 
 	/* every phase but the end leads somewhere, and every one is reached */
 	for (unsigned p = 0; p < _WBG_PHASE_MAX; p++) {
@@ -167,28 +225,42 @@ int main(int argc, char **argv)
 			all_stop &= listed(p, E(STOP)) && listed(p, E(STOP))->next == P(ENDED);
 		CHECK(all_stop, "every phase a handover can wait in ends at a stop");
 	}
-	CHECK(listed(P(DEFERRED), E(STOP))->actions & A(KEEP_PENDING) &&
-		      listed(P(WATCHED), E(STOP))->actions & A(KEEP_PENDING) &&
-		      listed(P(FLUSHING), E(STOP))->actions & A(KEEP_PENDING),
-	      "a stop keeps the pending record of a flush, a deferral and a watch (the next start redoes them)");
-	CHECK(listed(P(WATCHED), E(EXPIRED))->next == P(ENDED) && listed(P(WATCHED), E(MAX_AGE))->next == P(FLUSHING),
-	      "max age ends every watch: flushed once, given up after");
-	CHECK(strcmp(wbg_phase_to_string(P(AWAITING_REMOVAL)), "awaiting_removal") == 0 &&
-		      strcmp(wbg_event_to_string(E(FLUSHED_GONE)), "flushed_gone") == 0 &&
-		      strcmp(wbg_action_to_string(A(QUEUE_CLEANUP)), "queue_cleanup") == 0 &&
-		      strcmp(wbg_action_to_string(A(END)), "end") == 0,
-	      "names");
+	CHECK(handover_step(P(DEFERRED), E(STOP), G(WATCH_ROUTE)).actions & A(KEEP_PENDING),
+	      "a stop keeps the pending record of a deferral");
+	CHECK(handover_step(P(WATCHED), E(STOP), G(GONE)).actions & A(KEEP_PENDING),
+	      "a stop keeps the pending record of a watch");
+	CHECK(handover_step(P(FLUSHING), E(STOP), 0).actions & A(KEEP_PENDING),
+	      "a stop keeps the pending record of a flush (the next start redoes them all)");
+	CHECK(handover_step(P(WATCHED), E(AGED), G(GONE)).next == P(FLUSHING),
+	      "max age, never flushed: flushed once");
+	CHECK(handover_step(P(WATCHED), E(AGED), G(GONE) | G(FLUSHED_BEFORE)).next == P(ENDED),
+	      "max age after a flush: given up");
+	CHECK(strcmp(wbg_phase_to_string(P(AWAITING_REMOVAL)), "awaiting_removal") == 0, "a phase's name");
+	CHECK(strcmp(wbg_event_to_string(E(FLUSHED)), "flushed") == 0, "an event's name");
+	CHECK(strcmp(wbg_guard_to_string(G(WAS_WATCHED)), "was_watched") == 0, "a guard's name");
+	CHECK(strcmp(wbg_action_to_string(A(QUEUE_CLEANUP)), "queue_cleanup") == 0, "an action's name");
+	CHECK(strcmp(wbg_route_to_string(WBG_ROUTE_EXIT), "exit") == 0, "a route's name");
+	wrong = 0;
 	for (unsigned e = 0; e < _WBG_EVENT_MAX; e++)
-		if (strcmp(wbg_event_to_string(e), "?") == 0)
-			wrong++;
-	CHECK(wrong == 0, "every event has a name");
+		wrong += strcmp(wbg_event_to_string(e), "?") == 0;
+	for (unsigned g = 0; g < _WBG_GUARD_COUNT; g++)
+		wrong += strcmp(wbg_guard_to_string(1U << g), "?") == 0;
+	for (unsigned r = 0; r < _WBG_ROUTE_MAX; r++)
+		wrong += strcmp(wbg_route_to_string(r), "?") == 0;
+	CHECK(wrong == 0, "every event, guard and route has a name");
+	CHECK(wbg_route_guards(WBG_ROUTE_WATCH) == G(WATCH_ROUTE) && wbg_route_guards(WBG_ROUTE_EXIT) == G(EXIT_ROUTE) &&
+		      wbg_route_guards(WBG_ROUTE_ASKED) == G(ASKED) && wbg_route_guards(WBG_ROUTE_FLUSH) == 0,
+	      "each route brings its guard");
 
 	f = open_memstream(&drawn, &drawn_n);
 	handover_phase_diagram(f);
 	fclose(f);
-	CHECK(drawn && strstr(drawn, "watched --> flushing: evidence / flush_inodes\n") &&
-		      strstr(drawn, "verify --> watched: redirtied / arm_stall\n"),
-	      "the diagram draws the table's cells with their actions");
+	CHECK(drawn && strstr(drawn, "watched --> flushing: evidence / flush_inodes\n"),
+	      "the diagram draws a cell with its actions");
+	CHECK(drawn && strstr(drawn, "verify --> watched: verified [watch_again] / arm_stall\n"),
+	      "the diagram draws a cell's guards");
+	CHECK(drawn && strstr(drawn, "deferred --> watched: removed [not exit_route] / watch\n"),
+	      "the diagram draws the guards a cell refuses");
 	if (argc > 1) {
 		documented = design_diagram(argv[1]);
 		CHECK(documented && strcmp(documented, drawn) == 0,

@@ -6,104 +6,113 @@
 #define E(x) WBG_EVENT_##x
 #define A(x) WBG_ACT_##x
 
+#define G(x) WBG_GUARD_##x
+
+/* One cell: in phase, event, with every guard of when holding and none of
+ * unless, goes to next doing actions. */
 struct cell {
+	enum wbg_phase phase;
+	enum wbg_event event;
+	unsigned when, unless;
 	enum wbg_phase next;
 	unsigned actions;
-	bool valid;
 };
 
-#define GO(phase, acts) { .next = P(phase), .actions = (acts), .valid = true }
-#define STAY(phase, acts) GO(phase, acts)
+#define ON(ph, ev, w, u, nx, acts) { P(ph), E(ev), (w), (u), P(nx), (acts) }
+#define ANY 0
 
-/* Every cell not named here must not happen. */
-static const struct cell table[_WBG_PHASE_MAX][_WBG_EVENT_MAX] = {
-	[P(CHECKING)] = {
-		[E(NOTHING)] = GO(ENDED, A(END)),
-		[E(NOTHING_GONE)] = GO(CLEANUP, A(QUEUE_CLEANUP)),
-		[E(DIRTY)] = GO(FLUSHING, A(SUBMIT)),
-		[E(DIRTY_WATCH)] = GO(DEFERRED, A(SAVE_PENDING)),
-	},
-	[P(FLUSHING)] = {
-		/* the stop job's flush ran while its processes still wrote */
-		[E(EMPTIED)] = STAY(FLUSHING, A(SUBMIT)),
-		[E(REMOVED)] = STAY(FLUSHING, 0),
-		[E(REMOVED_WATCH)] = STAY(FLUSHING, 0),
-		[E(REPOPULATED)] = STAY(FLUSHING, 0),
-		[E(FLUSHED)] = GO(AWAITING_REMOVAL, A(ANSWER)),
-		[E(NONE_STARTED)] = GO(ENDED, A(END)),
-		[E(FLUSHED_ASKED)] = GO(ENDED, A(END)),
-		[E(FLUSHED_GONE)] = GO(CLEANUP, A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP)),
-		[E(FLUSHED_GONE_WATCH)] = GO(CLEANUP, A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP)),
-		[E(EVIDENCE)] = STAY(FLUSHING, A(NOTE_EVIDENCE)),
-		[E(EVIDENCE_SOON)] = STAY(FLUSHING, A(NOTE_EVIDENCE)),
-		/* its wbs are gone, but the flush ends first */
-		[E(RELEASED)] = STAY(FLUSHING, 0),
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
-	},
-	[P(AWAITING_REMOVAL)] = {
-		[E(EMPTIED)] = GO(FLUSHING, A(SUBMIT)),
-		[E(REMOVED)] = GO(CLEANUP, A(QUEUE_CLEANUP)),
-		/* the exit recipe: the kernel's own offline cleanup moved its
-		 * inodes if the flush left the wb clean; the batch covers a
-		 * wb dirtied since, and the watch a writer that keeps it so */
-		[E(REMOVED_WATCH)] = GO(CLEANUP, A(WATCH) | A(QUEUE_CLEANUP)),
-		[E(REPOPULATED)] = GO(ENDED, A(END)),
-		[E(STOP)] = GO(ENDED, A(END)),
-	},
-	[P(DEFERRED)] = {
-		[E(EMPTIED)] = STAY(DEFERRED, 0),
-		[E(REMOVED)] = GO(WATCHED, A(WATCH)),
-		[E(REPOPULATED)] = GO(ENDED, A(END)),
-		[E(STOP)] = GO(ENDED, A(KEEP_PENDING) | A(END)),
-	},
-	[P(WATCHED)] = {
-		[E(WATCH_REFUSED)] = GO(FLUSHING, A(FLUSH_ALL)),
-		[E(DRAINED)] = GO(CLEANUP, A(QUEUE_CLEANUP)),
-		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
-		[E(EVIDENCE_SOON)] = STAY(WATCHED, A(NOTE_EVIDENCE)),
-		[E(MAX_AGE)] = GO(FLUSHING, A(FLUSH_ALL)),
-		[E(EXPIRED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(RELEASED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
-	},
-	[P(CLEANUP)] = {
-		[E(CLEANED)] = GO(VERIFY, A(QUEUE_VERIFY)),
-		/* the exit recipe's watch refused (the table full): answered,
-		 * cleaned up and verified as eager's removals are */
-		[E(WATCH_REFUSED)] = STAY(CLEANUP, A(QUEUE_CLEANUP) | A(ANSWER)),
-		/* the writer waits now: evidence wins over the batch */
-		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
-		[E(EVIDENCE_SOON)] = STAY(CLEANUP, A(NOTE_EVIDENCE)),
-		[E(RELEASED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		/* its pending record kept: the cleanup may not have moved
-		 * the dying wb's inodes yet */
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
-	},
-	[P(VERIFY)] = {
-		[E(VERIFIED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(VERIFIED_DIRTY)] = GO(ENDED, A(UNWATCH) | A(END)),
-		[E(REDIRTIED)] = GO(WATCHED, A(ARM_STALL)),
-		[E(EVIDENCE)] = GO(FLUSHING, A(FLUSH_INODES)),
-		[E(EVIDENCE_SOON)] = STAY(VERIFY, A(NOTE_EVIDENCE)),
-		[E(RELEASED)] = GO(ENDED, A(UNWATCH) | A(END)),
-		/* not verified clean yet: kept, as in the cleanup */
-		[E(STOP)] = GO(ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
-	},
+/* The whole lifecycle. For each phase and event the cells are tried in
+ * order, so a cell with guards comes before the one without; a phase and
+ * event with no cell that fits must not happen. */
+static const struct cell table[] = {
+	/* CHECKING: what the first plan found */
+	ON(CHECKING, NOTHING, G(CHARGED), ANY, CLEANUP, A(QUEUE_CLEANUP)),
+	ON(CHECKING, NOTHING, ANY, ANY, ENDED, A(END)),
+	ON(CHECKING, DIRTY, G(WATCH_ROUTE), ANY, DEFERRED, A(SAVE_PENDING)),
+	ON(CHECKING, DIRTY, ANY, G(WATCH_ROUTE), FLUSHING, A(SUBMIT)),
+
+	/* FLUSHING: the stop job's flush ran while its processes still wrote */
+	ON(FLUSHING, EMPTIED, ANY, ANY, FLUSHING, A(SUBMIT)),
+	ON(FLUSHING, REMOVED, ANY, ANY, FLUSHING, 0),
+	ON(FLUSHING, REPOPULATED, ANY, ANY, FLUSHING, 0),
+	ON(FLUSHING, FLUSHED, G(NONE_STARTED), ANY, ENDED, A(END)),
+	/* the exit recipe's flush, the cgroup gone: watched for what it missed */
+	ON(FLUSHING, FLUSHED, G(GONE) | G(EXIT_ROUTE), G(WAS_WATCHED), CLEANUP, A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP)),
+	ON(FLUSHING, FLUSHED, G(GONE), ANY, CLEANUP, A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP)),
+	ON(FLUSHING, FLUSHED, G(ASKED), ANY, ENDED, A(END)),
+	ON(FLUSHING, FLUSHED, ANY, ANY, AWAITING_REMOVAL, A(ANSWER)),
+	ON(FLUSHING, EVIDENCE, ANY, ANY, FLUSHING, A(NOTE_EVIDENCE)),
+	/* its wbs are gone, but the flush ends first */
+	ON(FLUSHING, RELEASED, ANY, ANY, FLUSHING, 0),
+	ON(FLUSHING, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+
+	ON(AWAITING_REMOVAL, EMPTIED, ANY, ANY, FLUSHING, A(SUBMIT)),
+	/* the exit recipe: the kernel's own offline cleanup moved its inodes
+	 * if the flush left the wb clean; the batch covers a wb dirtied
+	 * since, and the watch a writer that keeps it so */
+	ON(AWAITING_REMOVAL, REMOVED, G(EXIT_ROUTE), ANY, CLEANUP, A(WATCH) | A(QUEUE_CLEANUP)),
+	ON(AWAITING_REMOVAL, REMOVED, ANY, ANY, CLEANUP, A(QUEUE_CLEANUP)),
+	ON(AWAITING_REMOVAL, REPOPULATED, ANY, ANY, ENDED, A(END)),
+	ON(AWAITING_REMOVAL, STOP, ANY, ANY, ENDED, A(END)),
+
+	ON(DEFERRED, EMPTIED, ANY, ANY, DEFERRED, 0),
+	ON(DEFERRED, REMOVED, ANY, G(EXIT_ROUTE), WATCHED, A(WATCH)),
+	ON(DEFERRED, REPOPULATED, ANY, ANY, ENDED, A(END)),
+	ON(DEFERRED, STOP, ANY, ANY, ENDED, A(KEEP_PENDING) | A(END)),
+
+	/* the watch table full: flushed as eager would */
+	ON(WATCHED, WATCH_REFUSED, ANY, ANY, FLUSHING, A(FLUSH_ALL)),
+	ON(WATCHED, DRAINED, ANY, ANY, CLEANUP, A(QUEUE_CLEANUP)),
+	ON(WATCHED, EVIDENCE, G(SOON), ANY, WATCHED, A(NOTE_EVIDENCE)),
+	ON(WATCHED, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
+	/* flushed, and still dirty or stalling at its max age: given up */
+	ON(WATCHED, AGED, G(FLUSHED_BEFORE), ANY, ENDED, A(UNWATCH) | A(END)),
+	/* never flushed: the kernel should have drained it; flushed now */
+	ON(WATCHED, AGED, ANY, ANY, FLUSHING, A(FLUSH_ALL)),
+	ON(WATCHED, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	ON(WATCHED, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+
+	ON(CLEANUP, CLEANED, ANY, ANY, VERIFY, A(QUEUE_VERIFY)),
+	/* the exit recipe's watch refused (the table full): answered,
+	 * cleaned up and verified as eager's removals are */
+	ON(CLEANUP, WATCH_REFUSED, ANY, ANY, CLEANUP, A(QUEUE_CLEANUP) | A(ANSWER)),
+	/* the writer waits now: evidence wins over the batch */
+	ON(CLEANUP, EVIDENCE, G(SOON), ANY, CLEANUP, A(NOTE_EVIDENCE)),
+	ON(CLEANUP, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
+	ON(CLEANUP, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	/* its pending record kept: the cleanup may not have moved the
+	 * dying wb's inodes yet */
+	ON(CLEANUP, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+
+	/* dirtied again by a writer still on the dying wb: watched again */
+	ON(VERIFY, VERIFIED, G(WATCH_AGAIN), ANY, WATCHED, A(ARM_STALL)),
+	ON(VERIFY, VERIFIED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	ON(VERIFY, EVIDENCE, G(SOON), ANY, VERIFY, A(NOTE_EVIDENCE)),
+	ON(VERIFY, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
+	ON(VERIFY, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	/* not verified clean yet: kept, as in the cleanup */
+	ON(VERIFY, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
 	/* ENDED: freed at once; nothing reaches it */
 };
 
-struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event)
-{
-	const struct cell *c;
+static const struct wbg_step invalid = { .next = P(ENDED), .actions = A(UNWATCH) | A(END), .invalid = true };
 
-	if ((unsigned)phase >= _WBG_PHASE_MAX || (unsigned)event >= _WBG_EVENT_MAX)
-		return (struct wbg_step){ .next = P(ENDED), .actions = A(UNWATCH) | A(END), .invalid = true };
+struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event, unsigned guards)
+{
 	if (phase == P(ENDED))
 		return (struct wbg_step){ .next = P(ENDED), .invalid = true }; /* ended once */
-	c = &table[phase][event];
-	if (!c->valid)
-		return (struct wbg_step){ .next = P(ENDED), .actions = A(UNWATCH) | A(END), .invalid = true };
-	return (struct wbg_step){ .next = c->next, .actions = c->actions };
+	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+		const struct cell *c = &table[i];
+
+		if (c->phase == phase && c->event == event && (guards & c->when) == c->when && !(guards & c->unless))
+			return (struct wbg_step){ .next = c->next, .actions = c->actions };
+	}
+	return invalid;
+}
+
+unsigned wbg_route_guards(enum wbg_route r)
+{
+	return r == WBG_ROUTE_WATCH ? G(WATCH_ROUTE) : r == WBG_ROUTE_EXIT ? G(EXIT_ROUTE) : r == WBG_ROUTE_ASKED ? G(ASKED) : 0;
 }
 
 const char *wbg_phase_to_string(enum wbg_phase p)
@@ -120,34 +129,34 @@ const char *wbg_phase_to_string(enum wbg_phase p)
 const char *wbg_event_to_string(enum wbg_event e)
 {
 	static const char *const s[] = {
-		[E(NOTHING)] = "nothing",
-		[E(NOTHING_GONE)] = "nothing_gone",
-		[E(DIRTY)] = "dirty",
-		[E(DIRTY_WATCH)] = "dirty_watch",
-		[E(EMPTIED)] = "emptied",
-		[E(REMOVED)] = "removed",
-		[E(REMOVED_WATCH)] = "removed_watch",
-		[E(REPOPULATED)] = "repopulated",
-		[E(WATCH_REFUSED)] = "watch_refused",
-		[E(FLUSHED)] = "flushed",
-		[E(NONE_STARTED)] = "none_started",
-		[E(FLUSHED_ASKED)] = "flushed_asked",
-		[E(FLUSHED_GONE)] = "flushed_gone",
-		[E(FLUSHED_GONE_WATCH)] = "flushed_gone_watch",
-		[E(DRAINED)] = "drained",
-		[E(EVIDENCE)] = "evidence",
-		[E(EVIDENCE_SOON)] = "evidence_soon",
-		[E(MAX_AGE)] = "max_age",
-		[E(EXPIRED)] = "expired",
-		[E(CLEANED)] = "cleaned",
-		[E(VERIFIED)] = "verified",
-		[E(VERIFIED_DIRTY)] = "verified_dirty",
-		[E(REDIRTIED)] = "redirtied",
-		[E(RELEASED)] = "released",
-		[E(STOP)] = "stop",
+		[E(NOTHING)] = "nothing",	      [E(DIRTY)] = "dirty",	[E(EMPTIED)] = "emptied",
+		[E(REMOVED)] = "removed",	      [E(REPOPULATED)] = "repopulated", [E(WATCH_REFUSED)] = "watch_refused",
+		[E(FLUSHED)] = "flushed",	      [E(DRAINED)] = "drained", [E(EVIDENCE)] = "evidence",
+		[E(AGED)] = "aged",		      [E(CLEANED)] = "cleaned", [E(VERIFIED)] = "verified",
+		[E(RELEASED)] = "released",	      [E(STOP)] = "stop",
 	};
 
 	return (unsigned)e < ELEMENTSOF(s) ? s[e] : "?";
+}
+
+const char *wbg_route_to_string(enum wbg_route r)
+{
+	static const char *const s[] = { "flush", "watch", "exit", "asked" };
+
+	return (unsigned)r < ELEMENTSOF(s) ? s[r] : "?";
+}
+
+const char *wbg_guard_to_string(enum wbg_guard g)
+{
+	static const char *const s[_WBG_GUARD_COUNT] = {
+		"watch_route", "exit_route", "asked", "gone", "was_watched", "charged",
+		"none_started", "soon", "flushed_before", "dirty", "watch_again",
+	};
+
+	for (unsigned i = 0; i < _WBG_GUARD_COUNT; i++)
+		if ((unsigned)g == 1U << i)
+			return s[i];
+	return "?";
 }
 
 const char *wbg_action_to_string(enum wbg_action a)
@@ -163,25 +172,43 @@ const char *wbg_action_to_string(enum wbg_action a)
 	return "?";
 }
 
+static void print_flags(FILE *f, unsigned flags, unsigned count, const char *(*name)(unsigned), const char *neg,
+			const char **sep)
+{
+	for (unsigned i = 0; i < count; i++)
+		if (flags & (1U << i)) {
+			fprintf(f, "%s%s%s", *sep, neg, name(1U << i));
+			*sep = ", ";
+		}
+}
+
+static const char *guard_name(unsigned g)
+{
+	return wbg_guard_to_string(g);
+}
+
+static const char *action_name(unsigned a)
+{
+	return wbg_action_to_string(a);
+}
+
 void handover_phase_diagram(FILE *f)
 {
 	fputs("stateDiagram-v2\n", f);
 	fprintf(f, "    [*] --> %s\n", wbg_phase_to_string(P(CHECKING)));
-	for (unsigned p = 0; p < _WBG_PHASE_MAX; p++)
-		for (unsigned e = 0; e < _WBG_EVENT_MAX; e++) {
-			const struct cell *c = &table[p][e];
-			bool first = true;
+	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+		const struct cell *c = &table[i];
+		const char *sep = " [";
 
-			if (!c->valid)
-				continue;
-			fprintf(f, "    %s --> %s: %s", wbg_phase_to_string(p), wbg_phase_to_string(c->next),
-				wbg_event_to_string(e));
-			for (unsigned i = 0; i < _WBG_ACT_COUNT; i++)
-				if (c->actions & (1U << i)) {
-					fprintf(f, "%s%s", first ? " / " : ", ", wbg_action_to_string(1U << i));
-					first = false;
-				}
-			fputc('\n', f);
-		}
+		fprintf(f, "    %s --> %s: %s", wbg_phase_to_string(c->phase), wbg_phase_to_string(c->next),
+			wbg_event_to_string(c->event));
+		print_flags(f, c->when, _WBG_GUARD_COUNT, guard_name, "", &sep);
+		print_flags(f, c->unless, _WBG_GUARD_COUNT, guard_name, "not ", &sep);
+		if (c->when || c->unless)
+			fputc(']', f);
+		sep = " / ";
+		print_flags(f, c->actions, _WBG_ACT_COUNT, action_name, "", &sep);
+		fputc('\n', f);
+	}
 	fprintf(f, "    %s --> [*]\n", wbg_phase_to_string(P(ENDED)));
 }

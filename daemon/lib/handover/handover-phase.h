@@ -3,11 +3,13 @@
  * The handover lifecycle as data: one named phase per handover and one step
  * function, (phase, event) -> (phase, actions), the only place a phase
  * changes. Events are facts the lifecycle's code has established (a plan,
- * a removal, a flush's end, a wb_stats read, a timer); the table decides
- * what follows; lifecycle.c's carry_out() does the actions it names in the
- * order of their bits, with two parts of one action elsewhere: SUBMIT's
- * state-dir record is written with SAVE_PENDING's, and an ending watched
- * handover's watch outcome is counted before UNWATCH.
+ * a removal, a flush's end, a wb_stats read, a timer), with named guards
+ * for what else held (the cgroup gone, the evidence too soon...); the
+ * handover's route, fixed when it starts, is a guard too. The table
+ * decides what follows; lifecycle.c's carry_out() does the actions it
+ * names in the order of their bits, with two parts of one action
+ * elsewhere: SUBMIT's state-dir record is written with SAVE_PENDING's, and
+ * an ending watched handover's watch outcome is counted before UNWATCH.
  *
  * Every mode shares one pipeline after the removal: eager enters it at
  * FLUSHING, on-evidence at WATCHED (through DEFERRED while the emptied
@@ -38,33 +40,59 @@ enum wbg_phase {
 	_WBG_PHASE_MAX,
 };
 
+/* Events are facts the lifecycle's code has established; what else held
+ * then is said by guards (below), not by a variant of the event. */
 enum wbg_event {
-	WBG_EVENT_NOTHING,        /* nothing of its own to write (clean, children, disabled, no target) */
-	WBG_EVENT_NOTHING_GONE,   /* ... the cgroup gone with pages charged to it: the cleanup still runs */
-	WBG_EVENT_DIRTY,          /* dirty, flushed now (eager, an API request, recovery): its plan submitted */
-	WBG_EVENT_DIRTY_WATCH,    /* dirty, on-evidence: nothing written until the evidence */
-	WBG_EVENT_EMPTIED,        /* populated 0 after a stop job's flush: what was written since, once more */
-	WBG_EVENT_REMOVED,        /* its directory is gone */
-	WBG_EVENT_REMOVED_WATCH,  /* ... after the exit recipe's flush: cleaned up now, watched for what it missed */
-	WBG_EVENT_REPOPULATED,    /* in use again before its removal */
-	WBG_EVENT_WATCH_REFUSED,  /* the watch table took no more: flushed as eager would */
-	WBG_EVENT_FLUSHED,        /* every job of its flush ended (or timed out); the cgroup still exists */
-	WBG_EVENT_NONE_STARTED,   /* no job of its flush could start, the cgroup still there: its removal tries again */
-	WBG_EVENT_FLUSHED_ASKED,  /* ... for an API request on a live cgroup: its going-away is another handover */
-	WBG_EVENT_FLUSHED_GONE,   /* ... and the cgroup is gone */
-	WBG_EVENT_FLUSHED_GONE_WATCH, /* ... the exit recipe's, the cgroup gone: watched for what it missed */
-	WBG_EVENT_DRAINED,        /* the watched wb has no dirty IO left (or, without wb_stats, is taken as so) */
-	WBG_EVENT_EVIDENCE,       /* a live cgroup dirtied its inode, or a foreign flush to it failed */
-	WBG_EVENT_EVIDENCE_SOON,  /* ... while a flush runs or within reflush_sec of the last: noted for later */
-	WBG_EVENT_MAX_AGE,        /* watched for watch_max_age_sec, never flushed: all of it written */
-	WBG_EVENT_EXPIRED,        /* watched for watch_max_age_sec after its flushes: given up */
-	WBG_EVENT_CLEANED,        /* the batch's scratch cycle ran (or could not) */
-	WBG_EVENT_VERIFIED,       /* no dying wb of it is dirty (or nothing can say, and nothing is left to do) */
-	WBG_EVENT_VERIFIED_DIRTY, /* one is still dirty, and it is not watched (or past its max age) */
-	WBG_EVENT_REDIRTIED,      /* one is still dirty and it is watched: watched again, for the stall */
-	WBG_EVENT_RELEASED,       /* the kernel freed the cgroup: its wbs are gone with it */
-	WBG_EVENT_STOP,           /* wbguardd stops: recorded as it stands */
+	WBG_EVENT_NOTHING,       /* nothing of its own to write (clean, children, disabled, no target, failed) */
+	WBG_EVENT_DIRTY,         /* dirty, its plan at hand (the route says whether it is written now) */
+	WBG_EVENT_EMPTIED,       /* populated 0 after a stop job's flush: what was written since, once more */
+	WBG_EVENT_REMOVED,       /* its directory is gone */
+	WBG_EVENT_REPOPULATED,   /* in use again before its removal */
+	WBG_EVENT_WATCH_REFUSED, /* the watch table took no more */
+	WBG_EVENT_FLUSHED,       /* every job of its flush ended (or timed out) */
+	WBG_EVENT_DRAINED,       /* the watched wb has no dirty IO left (or, without wb_stats, is taken as so) */
+	WBG_EVENT_EVIDENCE,      /* a live cgroup dirtied its inode, or a foreign flush to it failed */
+	WBG_EVENT_AGED,          /* watched for watch_max_age_sec */
+	WBG_EVENT_CLEANED,       /* the batch's scratch cycle ran (or could not) */
+	WBG_EVENT_VERIFIED,      /* the batch's wb_stats read: is a dying wb of it still dirty */
+	WBG_EVENT_RELEASED,      /* the kernel freed the cgroup: its wbs are gone with it */
+	WBG_EVENT_STOP,          /* wbguardd stops: recorded as it stands */
 	_WBG_EVENT_MAX,
+};
+
+/* A handover's route, fixed when it starts (when its first plan is made):
+ * the path its data takes through the phases. */
+enum wbg_route {
+	WBG_ROUTE_FLUSH, /* written at once: eager, a recovered record, a BPF set maybe evicted */
+	WBG_ROUTE_WATCH, /* on-evidence: nothing written until the evidence; its removal watched */
+	WBG_ROUTE_EXIT,  /* the exit recipe: its own inodes written as it empties; its removal watched */
+	WBG_ROUTE_ASKED, /* an API request on a live cgroup: its going-away is another handover */
+	_WBG_ROUTE_MAX,
+};
+
+/* Guards: what else holds when an event comes. A cell of the table asks
+ * for some to hold and others not to; the first cell that fits is taken.
+ * The route's and the state's are the step's to add; the rest come with
+ * the event, from the code that established it. */
+enum wbg_guard {
+	WBG_GUARD_WATCH_ROUTE = 1 << 0,    /* route: watch */
+	WBG_GUARD_EXIT_ROUTE = 1 << 1,     /* route: exit */
+	WBG_GUARD_ASKED = 1 << 2,          /* route: asked */
+	WBG_GUARD_GONE = 1 << 3,           /* state: its cgroup directory is gone */
+	WBG_GUARD_WAS_WATCHED = 1 << 4,    /* state: it has been in the watch table */
+	WBG_GUARD_CHARGED = 1 << 5,        /* NOTHING: the cgroup gone, pages still charged to it (the cleanup moves them) */
+	WBG_GUARD_NONE_STARTED = 1 << 6,   /* FLUSHED: no job could start, the cgroup still there */
+	WBG_GUARD_SOON = 1 << 7,           /* EVIDENCE: a flush runs, reflush_sec not over or the cap: noted for later */
+	WBG_GUARD_FLUSHED_BEFORE = 1 << 8, /* AGED: flushed already, and still dirty (given up) */
+	WBG_GUARD_DIRTY = 1 << 9,          /* VERIFIED: a dying wb of it still has dirty IO */
+	WBG_GUARD_WATCH_AGAIN = 1 << 10,   /* VERIFIED: ... or it may, and it is watched and young: watched again */
+};
+#define _WBG_GUARD_COUNT 11
+
+/* An event with the guards its code established. */
+struct wbg_fact {
+	enum wbg_event event;
+	unsigned guards;
 };
 
 /* What carry_out() does after the phase changed, in this order (above). */
@@ -91,12 +119,17 @@ struct wbg_step {
 	bool invalid; /* a cell that must not happen: ends the handover */
 };
 
-/* The one place a phase changes: what follows event in phase. */
-struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event);
+/* The one place a phase changes: what follows event in phase, with guards
+ * (enum wbg_guard) holding. */
+struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event, unsigned guards);
+/* The guards a route brings. */
+unsigned wbg_route_guards(enum wbg_route r);
 
 const char *wbg_phase_to_string(enum wbg_phase p);
 const char *wbg_event_to_string(enum wbg_event e);
 const char *wbg_action_to_string(enum wbg_action a);
+const char *wbg_guard_to_string(enum wbg_guard g);
+const char *wbg_route_to_string(enum wbg_route r);
 /* The table as a Mermaid state diagram (docs/design.md holds its output;
  * a unit test checks that the two agree). */
 void handover_phase_diagram(FILE *f);

@@ -149,7 +149,7 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 		json_object_object_add(o, "dirty_bytes", json_object_new_uint64(h->dirty_bytes));
 	if (h->plan_source)
 		json_object_object_add(o, "plan", json_object_new_string(h->plan_source));
-	if (h->exit_recipe) /* its first flush wrote its own inodes as it emptied */
+	if (h->route == WBG_ROUTE_EXIT) /* its first flush wrote its own inodes as it emptied */
 		json_object_object_add(o, "recipe", json_object_new_string("exit"));
 	json_object_object_add(o, "targets", json_object_new_int(h->n_targets));
 	json_object_object_add(o, "fs_targets", json_object_new_int(h->n_fs));

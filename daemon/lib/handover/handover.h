@@ -78,7 +78,7 @@ struct wbg_handover {
 	bool pending_saved;          /* its pending-<id>.json is on disk */
 	bool not_own;                /* the dirty pages it was charged are not its own writes (no boost) */
 	enum flush_purpose flush_purpose;  /* its current flush: all of it, its inodes' start (evidence), the exit recipe */
-	bool exit_recipe;            /* its first flush was the exit recipe's: its removal is watched */
+	enum wbg_route route;        /* fixed when it starts (handover-phase.h) */
 	/* on-evidence: its place in the watch table (lifecycle.h) */
 	bool watch;                  /* in the table now */
 	bool watch_pooled;           /* its slot came from the pool of shares (share.h) */

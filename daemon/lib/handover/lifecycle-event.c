@@ -53,13 +53,13 @@ static bool descendants_handed_over(const struct wbg_lifecycle *lc, const char *
 
 /* A handover that ends before any flush. One that ends while the cgroup
  * still exists covers its removal too (settled). */
-static enum wbg_event end_early(struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o, const char *reason)
+static struct wbg_fact end_early(struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o, const char *reason)
 {
 	h->outcome = o;
 	h->reason = reason;
 	c->handover = NULL;
 	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
-	return WBG_EVENT_NOTHING;
+	return fact(WBG_EVENT_NOTHING, 0);
 }
 
 /* The exit recipe: its own inodes written and waited for as the cgroup
@@ -67,7 +67,6 @@ static enum wbg_event end_early(struct wbg_cgroup *c, struct wbg_handover *h, en
  * counted fallback). Its removal is then watched. */
 static void exit_recipe(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan)
 {
-	h->exit_recipe = true;
 	h->flush_purpose = FLUSH_FOR_EXIT;
 	lc->stats.exit_flushes++;
 	for (size_t i = 0; i < plan->n; i++)
@@ -79,7 +78,7 @@ static void exit_recipe(struct wbg_lifecycle *lc, struct wbg_handover *h, const 
 		}
 }
 
-enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
+struct wbg_fact lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				enum wbg_trigger trigger, struct wbg_plan *plan)
 {
 	if (trigger == WBG_TRIGGER_POPULATED_0 && h->trigger == WBG_TRIGGER_STOP_JOB && !h->replanned) {
@@ -88,22 +87,22 @@ enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, 
 		 * nothing until the removal). */
 		h->replanned = true;
 		if (h->phase == WBG_PHASE_DEFERRED ||
-		    lc->world.flusher->plan(lc->world.flusher_data, c->id, c, h->exit_recipe, plan) >= 0)
-			return WBG_EVENT_EMPTIED;
-		return LC_NO_EVENT;
+		    lc->world.flusher->plan(lc->world.flusher_data, c->id, c, h->route == WBG_ROUTE_EXIT, plan) >= 0)
+			return fact(WBG_EVENT_EMPTIED, 0);
+		return LC_NO_FACT;
 	}
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) {
 		h->t_removed = lc_now(lc);
 		c->handover = NULL; /* the cgroup entry goes away now */
-		return h->exit_recipe ? WBG_EVENT_REMOVED_WATCH : WBG_EVENT_REMOVED;
+		return fact(WBG_EVENT_REMOVED, 0); /* the route says what follows */
 	}
-	return LC_NO_EVENT;
+	return LC_NO_FACT;
 }
 
 /* What a dirty cgroup's plan says, when it names nothing to flush of its
  * own: a parent whose children cover it, a set BPF may have evicted (then
  * every filesystem), excluded filesystems, or pages that are not its own. */
-static enum wbg_event plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
+static struct wbg_fact plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				 struct wbg_plan *plan)
 {
 	int r;
@@ -120,8 +119,10 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c,
 		lc->stats.plans_set_evicted++;
 		r = lc->world.flusher->plan_mounts(lc->world.flusher_data, plan);
 		plan->source = "mounts (bpf set evicted)";
-		if (r >= 0 && plan->n > 0)
-			return WBG_EVENT_DIRTY;
+		if (r >= 0 && plan->n > 0) {
+			h->route = h->trigger == WBG_TRIGGER_API ? WBG_ROUTE_ASKED : WBG_ROUTE_FLUSH;
+			return fact(WBG_EVENT_DIRTY, 0);
+		}
 		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 		h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
 	} else if (plan->n_excluded) {
@@ -141,15 +142,15 @@ static enum wbg_event plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c,
 					   : "nothing dirtied was recorded";
 		h->not_own = plan->own_set_missing;
 	}
-	return WBG_EVENT_NOTHING;
+	return fact(WBG_EVENT_NOTHING, 0);
 }
 
-enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
+struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
 			      struct wbg_handover **ret_h, struct wbg_plan *plan)
 {
 	struct wbg_handover *h;
 	uint64_t dirty = 0, wb = 0;
-	enum wbg_event ev;
+	struct wbg_fact ev;
 	bool exit;
 	int r;
 
@@ -157,10 +158,10 @@ enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, en
 	/* One record per going-away: a handover that already ended at
 	 * populated 0 (clean, disabled, children) covers the removal too. */
 	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
-		return LC_NO_EVENT;
+		return LC_NO_FACT;
 	h = lc_start(lc, c->id, c->path, trigger);
 	if (!h)
-		return LC_NO_EVENT;
+		return LC_NO_FACT;
 	*ret_h = h;
 	if (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF)
 		h->t_removed = h->t_trigger;
@@ -193,56 +194,64 @@ enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, en
 	 * inode sets */
 	exit = lc->params.at_exit && trigger != WBG_TRIGGER_API;
 	r = lc->world.flusher->plan(lc->world.flusher_data, c->id, c, exit, plan);
+	/* its route, fixed here: what the first plan and the mode say */
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "planning failed";
-		ev = WBG_EVENT_NOTHING;
+		ev = fact(WBG_EVENT_NOTHING, 0);
 	} else if (plan->n == 0)
 		ev = plan_empty(lc, c, h, plan);
-	else if (exit) {
+	else if (trigger == WBG_TRIGGER_API) {
+		h->route = WBG_ROUTE_ASKED;
+		ev = fact(WBG_EVENT_DIRTY, 0);
+	} else if (exit) {
+		h->route = WBG_ROUTE_EXIT;
 		exit_recipe(lc, h, plan);
-		ev = WBG_EVENT_DIRTY;
-	} else /* on-evidence: no data I/O now; its removal is watched */
-		ev = lc->params.on_evidence && trigger != WBG_TRIGGER_API ? WBG_EVENT_DIRTY_WATCH : WBG_EVENT_DIRTY;
-	if (ev != WBG_EVENT_NOTHING)
+		ev = fact(WBG_EVENT_DIRTY, 0);
+	} else {
+		/* on-evidence: no data I/O now; its removal is watched */
+		h->route = lc->params.on_evidence ? WBG_ROUTE_WATCH : WBG_ROUTE_FLUSH;
+		ev = fact(WBG_EVENT_DIRTY, 0);
+	}
+	if (ev.event != WBG_EVENT_NOTHING)
 		return ev;
 	if (h->t_removed && h->outcome != WBG_OUTCOME_FAILED && h->outcome != WBG_OUTCOME_CLEAN)
-		return WBG_EVENT_NOTHING_GONE; /* pages charged to it: the cleanup still moves its inodes */
+		return fact(WBG_EVENT_NOTHING, WBG_GUARD_CHARGED); /* the cleanup still moves its inodes */
 	/* ended before its removal, as end_early: the removal is no second
 	 * record, unless it failed (the removal tries again) */
 	c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED;
 	c->handover = NULL;
-	return WBG_EVENT_NOTHING;
+	return fact(WBG_EVENT_NOTHING, 0);
 }
 
-enum wbg_event lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
+struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
 {
 	c->settled = false; /* in use again: its next going-away is news */
 	if (!h || h->phase == WBG_PHASE_FLUSHING)
-		return LC_NO_EVENT; /* its flush ends first; its removal is to come */
+		return LC_NO_FACT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
 	h->reason = "repopulated before removal";
 	if (h->phase == WBG_PHASE_DEFERRED) /* on-evidence: nothing was flushed, and its wb never died */
 		h->outcome = WBG_OUTCOME_CLEAN;
-	return WBG_EVENT_REPOPULATED;
+	return fact(WBG_EVENT_REPOPULATED, 0);
 }
 
-enum wbg_event lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan)
 {
 	int r = lc->world.flusher->plan_recorded(lc->world.flusher_data, devs, bdev, n, plan);
 
 	h->t_removed = h->t_trigger;
 	if (r >= 0 && plan->n > 0)
-		return WBG_EVENT_DIRTY;
+		return fact(WBG_EVENT_DIRTY, 0);
 	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 	h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
-	return WBG_EVENT_NOTHING;
+	return fact(WBG_EVENT_NOTHING, 0);
 }
 
-enum wbg_event lc_event_stop(struct wbg_handover *h)
+struct wbg_fact lc_event_stop(struct wbg_handover *h)
 {
 	/* a flush, a deferral or a watch interrupted keeps its pending
 	 * record, and the next start flushes what it names */
@@ -255,7 +264,7 @@ enum wbg_event lc_event_stop(struct wbg_handover *h)
 		h->outcome = WBG_OUTCOME_INTERRUPTED;
 		h->reason = "daemon stopped before its removal";
 	}
-	return WBG_EVENT_STOP;
+	return fact(WBG_EVENT_STOP, 0);
 }
 
 void lifecycle_job_type(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *type)

@@ -17,6 +17,12 @@
 
 /* No event: a decision that found nothing to say. */
 #define LC_NO_EVENT _WBG_EVENT_MAX
+#define LC_NO_FACT ((struct wbg_fact){ .event = LC_NO_EVENT })
+
+static inline struct wbg_fact fact(enum wbg_event event, unsigned guards)
+{
+	return (struct wbg_fact){ .event = event, .guards = guards };
+}
 
 static inline uint64_t lc_now(const struct wbg_lifecycle *lc)
 {
@@ -64,28 +70,28 @@ void lc_recent_clear(struct wbg_lifecycle *lc);
 /* A new handover for c's news (*ret_h; NULL: none, the news covered
  * already or no memory), and the event that starts it; plan: what it
  * flushes. */
-enum wbg_event lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
+struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger,
 			      struct wbg_handover **ret_h, struct wbg_plan *plan);
 /* An existing handover's next event: populated 0 after a stop job (plan:
  * what it wrote since), or its directory gone; LC_NO_EVENT: no news. */
-enum wbg_event lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
+struct wbg_fact lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				enum wbg_trigger trigger, struct wbg_plan *plan);
 /* In use again: REPOPULATED, or LC_NO_EVENT while its flush runs. */
-enum wbg_event lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
+struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
 
 /* A recovered handover's first event (plan: what its record named). */
-enum wbg_event lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
+struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan);
 /* Stopping: its outcome as it stands, and STOP. */
-enum wbg_event lc_event_stop(struct wbg_handover *h);
+struct wbg_fact lc_event_stop(struct wbg_handover *h);
 
 /* lifecycle-stall.c: the stall itself as evidence. */
 /* 1: a stall handover is to start; else what lifecycle_stall() returns
  * (counted). */
 int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope,
 		   uint64_t now);
-/* Its first event: DIRTY_WATCH with plan, or NOTHING (why, in h). */
-enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan);
+/* Its first event: DIRTY with plan (its route: watch), or NOTHING (why, in h). */
+struct wbg_fact lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan);
 /* Re-arms the capped stalls whose time has come; when the next one's
  * comes (0: none). */
 void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now);
@@ -95,22 +101,22 @@ uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc);
 /* Watched (0); -ENOSPC: the table is full (counted). */
 int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h);
 /* Out of the table, its end counted by how the event ended it. */
-void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event);
+void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f);
 /* Its outcome, at its end, from how the watch went. */
-void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event);
+void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f);
 /* The watch's next look at usec, or sooner. */
 void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec);
 struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* A watched one at the tick (known: wb_stats could say; dirty: the dirty
- * set): a drain, a flush due, its max age, or LC_NO_EVENT. */
-enum wbg_event lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
+ * set): a drain, a flush due, its max age, or LC_NO_FACT. */
+struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 			    size_t n, uint64_t now);
-/* Evidence for a watched one: EVIDENCE now, or EVIDENCE_SOON (a flush
+/* Evidence for a watched one: EVIDENCE, [soon] when not now (a flush
  * runs, the last was too recent, or the cap is used up). */
-enum wbg_event lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
+struct wbg_fact lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now);
-enum wbg_event lc_watch_released(struct wbg_handover *h);
+struct wbg_fact lc_watch_released(struct wbg_handover *h);
 /* After the verify batch's wb_stats read (known: it could say; dirty:
  * whether a dying wb of h is): the event that follows. */
-enum wbg_event lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
+struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
 				 uint64_t now);

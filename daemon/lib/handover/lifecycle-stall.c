@@ -115,7 +115,7 @@ int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pat
 	return 1;
 }
 
-enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan)
+struct wbg_fact lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, dev_t bdi_dev, struct wbg_plan *plan)
 {
 	int r;
 
@@ -132,9 +132,11 @@ enum wbg_event lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, d
 		plan_free(plan);
 		r = lc->world.flusher->plan_recorded(lc->world.flusher_data, &bdi_dev, &(bool){ false }, 1, plan);
 	}
-	if (r >= 0 && plan->n > 0)
-		return WBG_EVENT_DIRTY_WATCH; /* watched like any removal on-evidence */
+	if (r >= 0 && plan->n > 0) {
+		h->route = WBG_ROUTE_WATCH; /* watched like any removal on-evidence */
+		return fact(WBG_EVENT_DIRTY, 0);
+	}
 	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 	h->reason = r < 0 ? "planning failed" : "no filesystem on the stalled device";
-	return WBG_EVENT_NOTHING;
+	return fact(WBG_EVENT_NOTHING, 0);
 }

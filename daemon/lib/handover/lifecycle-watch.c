@@ -11,7 +11,7 @@
  * (the stall's first sign: BPF on writeback:track_foreign_dirty, one event
  * per arming) is the removed cgroup's own data flushed, at once (EVIDENCE),
  * and the cleanup re-run. A wb still dirty after that is watched again
- * (REDIRTIED); a second flush waits reflush_sec after the first. Where
+ * (VERIFIED [watch_again]); a second flush waits reflush_sec after the first. Where
  * wb_stats cannot say whether it is still dirty (before 6.10), a flushed
  * cgroup is watched for the stall itself until LC_QUIET_USEC pass without
  * it. watch_max_age_sec ends every watch: one never flushed is flushed
@@ -76,7 +76,7 @@ int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 				    refusal == WBG_SHARE_FULL     ? "[flush] watch_max"
 				    : refusal == WBG_SHARE_TENANT ? "[flush] watch_max_per_tenant"
 								  : "its floor, and the pool of shares above floors",
-				    h->exit_recipe ? "only cleaned up" : "flushed now", k);
+				    h->route == WBG_ROUTE_EXIT ? "only cleaned up" : "flushed now", k);
 		return -ENOSPC;
 	}
 	if (lc->n_watched == lc->watch_cap) {
@@ -105,20 +105,19 @@ int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	return 0;
 }
 
-static enum wbg_watch_end watch_end(const struct wbg_handover *h, enum wbg_event event)
+static enum wbg_watch_end watch_end(const struct wbg_handover *h, struct wbg_fact f)
 {
-	switch (event) {
-	case WBG_EVENT_VERIFIED:
-		return h->flushes || h->exit_recipe ? WBG_WATCH_END_FLUSHED : h->verify == 1 ? WBG_WATCH_END_DRAINED : WBG_WATCH_END_UNVERIFIED;
-	case WBG_EVENT_VERIFIED_DIRTY:
-	case WBG_EVENT_EXPIRED:
+	if ((f.event == WBG_EVENT_VERIFIED && f.guards & WBG_GUARD_DIRTY) ||
+	    (f.event == WBG_EVENT_AGED && f.guards & WBG_GUARD_FLUSHED_BEFORE))
 		return WBG_WATCH_END_DIRTY;
-	default:
-		return WBG_WATCH_END_DROPPED; /* released, stopping, or a step that must not happen */
-	}
+	if (f.event == WBG_EVENT_VERIFIED)
+		return h->flushes || h->route == WBG_ROUTE_EXIT ? WBG_WATCH_END_FLUSHED
+		       : h->verify == 1				? WBG_WATCH_END_DRAINED
+								: WBG_WATCH_END_UNVERIFIED;
+	return WBG_WATCH_END_DROPPED; /* released, stopping, or a step that must not happen */
 }
 
-void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event)
+void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
 {
 	ssize_t i = watch_index(lc, h);
 
@@ -127,12 +126,12 @@ void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_
 	lc->watched[i] = lc->watched[--lc->n_watched];
 	h->watch = false;
 	share_give(&lc->watch_share, h->watch_pooled);
-	lc->watch_stats.ended[watch_end(h, event)]++;
+	lc->watch_stats.ended[watch_end(h, f)]++;
 	lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
 	lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
 }
 
-void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event)
+void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
 {
 	if (h->verify == 0) {
 		lc->stats.verify_dirty++;
@@ -140,41 +139,41 @@ void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg
 	}
 	if (h->outcome != WBG_OUTCOME_PENDING)
 		return;
-	if (event == WBG_EVENT_STOP) {
+	if (f.event == WBG_EVENT_STOP) {
 		h->outcome = WBG_OUTCOME_INTERRUPTED;
 		h->reason = "daemon stopped while its dying wb was watched";
-	} else if (h->flushes || h->exit_recipe) {
+	} else if (h->flushes || h->route == WBG_ROUTE_EXIT) {
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
 		h->reason = h->expired ? "not drained at watch_max_age_sec: flushed" : NULL;
 	} else {
 		h->outcome = WBG_OUTCOME_DRAINED;
-		h->reason = event == WBG_EVENT_RELEASED ? "released by the kernel while watched"
+		h->reason = f.event == WBG_EVENT_RELEASED ? "released by the kernel while watched"
 			    : h->verify < 0	      ? "no wb_stats: taken as drained after one expiry"
 						      : "its dying wb drained by itself; no flush needed";
 	}
 }
 
-enum wbg_event lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
+struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
 				 uint64_t now)
 {
 	bool young = now - h->t_watch_added < lc->params.watch.max_age_usec;
 
 	if (known && !dirty) {
 		h->verify = 1;
-		return WBG_EVENT_VERIFIED;
+		return fact(WBG_EVENT_VERIFIED, 0);
 	}
 	if (known) {
 		/* dirtied again (a writer still on the dying wb): watched
 		 * again, unless its max age is over (a never-flushed one is
 		 * flushed at it first) */
 		if (h->watch && (young || !h->flushes))
-			return WBG_EVENT_REDIRTIED;
+			return fact(WBG_EVENT_VERIFIED, WBG_GUARD_DIRTY | WBG_GUARD_WATCH_AGAIN);
 		h->verify = 0;
 		if (!h->watch) {
 			lc->stats.verify_dirty++;
 			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
 		}
-		return WBG_EVENT_VERIFIED_DIRTY;
+		return fact(WBG_EVENT_VERIFIED, WBG_GUARD_DIRTY);
 	}
 	/* Nothing says whether the flush ended it: a writer still on the
 	 * dying wb redirties its inodes at once, the kernel's cleanup skips
@@ -182,14 +181,14 @@ enum wbg_event lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *
 	 * it stays quiet (or max_age). */
 	if (h->watch && h->flushes && !h->quiet && young) {
 		h->t_watch = now;
-		return WBG_EVENT_REDIRTIED;
+		return fact(WBG_EVENT_VERIFIED, WBG_GUARD_WATCH_AGAIN);
 	}
-	return WBG_EVENT_VERIFIED;
+	return fact(WBG_EVENT_VERIFIED, 0);
 }
 
 /* A watched one: drained, due for a flush, past its max age, or still
  * waiting (0). */
-static enum wbg_event watch_look(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
+static struct wbg_fact watch_look(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 				 size_t n, uint64_t now)
 {
 	const struct wbg_watch_params *p = &lc->params.watch;
@@ -202,20 +201,20 @@ static enum wbg_event watch_look(struct wbg_lifecycle *lc, struct wbg_handover *
 	else
 		drained = now - h->t_watch >= p->drain_after_usec;
 	if (drained)
-		return WBG_EVENT_DRAINED;
+		return fact(WBG_EVENT_DRAINED, 0);
 	if (now - h->t_watch_added < p->max_age_usec)
-		return _WBG_EVENT_MAX;
+		return LC_NO_FACT;
 	if (h->flushes) {
 		/* flushed, and still dirty or stalling at max age: a tenant's
 		 * slow writers do not keep a slot for good */
 		h->verify = known ? 0 : -1;
-		return WBG_EVENT_EXPIRED;
+		return fact(WBG_EVENT_AGED, WBG_GUARD_FLUSHED_BEFORE);
 	}
 	/* the kernel should have drained it by now: flushed, as eager mode
 	 * would have */
 	h->expired = true;
 	lc->watch_stats.expired++;
-	return WBG_EVENT_MAX_AGE;
+	return fact(WBG_EVENT_AGED, 0);
 }
 
 /* The node-wide cap on evidence flushes: a flood of evidence (a deploy
@@ -240,18 +239,18 @@ static bool evidence_rate_take(struct wbg_lifecycle *lc, const struct wbg_handov
 	return false;
 }
 
-enum wbg_event lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
+struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
 			    size_t n, uint64_t now)
 {
 	if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
 	    now - h->t_last_flush >= lc->params.watch.reflush_usec && evidence_rate_take(lc, h, now))
-		return WBG_EVENT_EVIDENCE;
+		return fact(WBG_EVENT_EVIDENCE, 0);
 	if (h->phase == WBG_PHASE_WATCHED)
 		return watch_look(lc, h, known, dirty, n, now);
-	return LC_NO_EVENT;
+	return LC_NO_FACT;
 }
 
-enum wbg_event lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
+struct wbg_fact lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now)
 {
 	lc->watch_stats.evidence++;
@@ -264,16 +263,16 @@ enum wbg_event lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *
 	 * reflush_usec after the last (then the tick does it). */
 	if (h->phase == WBG_PHASE_FLUSHING || (h->flushes && now - h->t_last_flush < lc->params.watch.reflush_usec) ||
 	    !evidence_rate_take(lc, h, now))
-		return WBG_EVENT_EVIDENCE_SOON;
-	return WBG_EVENT_EVIDENCE;
+		return fact(WBG_EVENT_EVIDENCE, WBG_GUARD_SOON);
+	return fact(WBG_EVENT_EVIDENCE, 0);
 }
 
-enum wbg_event lc_watch_released(struct wbg_handover *h)
+struct wbg_fact lc_watch_released(struct wbg_handover *h)
 {
 	/* released, its wbs are freed with it: no dying wb is left dirty */
 	if (h->phase != WBG_PHASE_FLUSHING)
 		h->verify = 1;
-	return WBG_EVENT_RELEASED;
+	return fact(WBG_EVENT_RELEASED, 0);
 }
 
 bool lifecycle_watching(const struct wbg_lifecycle *lc, uint64_t cgroup_id)

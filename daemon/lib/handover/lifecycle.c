@@ -160,9 +160,8 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	handover_free(h);
 }
 
-/* Every job ended (or the flush timed out): the event by where the cgroup
- * is. */
-static enum wbg_event flush_over(struct wbg_lifecycle *lc, struct wbg_handover *h)
+/* Every job ended (or the flush timed out). */
+static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
 	h->t_flushed = lc_now(lc);
 	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
@@ -172,18 +171,15 @@ static enum wbg_event flush_over(struct wbg_lifecycle *lc, struct wbg_handover *
 
 		if (c)
 			c->settled = false; /* its removal is another handover */
-		return WBG_EVENT_NONE_STARTED;
+		return fact(WBG_EVENT_FLUSHED, WBG_GUARD_NONE_STARTED);
 	}
-	return h->t_removed && h->exit_recipe && !h->was_watched ? WBG_EVENT_FLUSHED_GONE_WATCH
-	       : h->t_removed					 ? WBG_EVENT_FLUSHED_GONE
-	       : h->trigger == WBG_TRIGGER_API			 ? WBG_EVENT_FLUSHED_ASKED
-								 : WBG_EVENT_FLUSHED;
+	return fact(WBG_EVENT_FLUSHED, 0); /* where it goes: the route's, and whether the cgroup is gone */
 }
 
 /* The actions of a cell, in their order; returns what they found out as
  * the next event (LC_NO_EVENT: nothing, or h ended and freed). */
-static enum wbg_event carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event,
-				unsigned actions, struct wbg_plan *plan)
+static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
+				 unsigned actions, struct wbg_plan *plan)
 {
 	uint64_t now = lc_now(lc);
 	unsigned pending_before = h->n_pending;
@@ -209,7 +205,7 @@ static enum wbg_event carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h
 	if (actions & WBG_ACT_SUBMIT && plan)
 		lc_save_pending(lc, h, plan);
 	if (actions & WBG_ACT_WATCH && lc_watch_add(lc, h) < 0)
-		return WBG_EVENT_WATCH_REFUSED; /* the rest is that event's */
+		return fact(WBG_EVENT_WATCH_REFUSED, 0); /* the rest is that event's */
 	/* after a flush of ours, only the stall is news (the writer's every
 	 * dirtying would be); before any (drained, or the exit recipe's
 	 * flush not enough), a live cgroup's first dirtying still is */
@@ -229,14 +225,14 @@ static enum wbg_event carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h
 	if (actions & WBG_ACT_ANSWER)
 		lc_answer(lc, h);
 	if (actions & WBG_ACT_END && h->was_watched)
-		lc_watch_outcome(lc, h, event);
+		lc_watch_outcome(lc, h, f);
 	if (actions & WBG_ACT_UNWATCH)
-		lc_watch_remove(lc, h, event);
+		lc_watch_remove(lc, h, f);
 	if (actions & WBG_ACT_KEEP_PENDING)
 		h->pending_saved = false; /* kept: the next start redoes it */
 	if (actions & WBG_ACT_END) {
 		retire(lc, h);
-		return LC_NO_EVENT;
+		return LC_NO_FACT;
 	}
 	if (h->phase == WBG_PHASE_FLUSHING) {
 		if (h->n_pending > pending_before || (h->n_pending && !h->t_timeout)) {
@@ -252,29 +248,39 @@ static enum wbg_event carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h
 	}
 	if (h->watch && h->evidence_pending && h->phase != WBG_PHASE_FLUSHING)
 		lc_watch_at(lc, h->t_last_flush + lc->params.watch.reflush_usec);
-	return LC_NO_EVENT;
+	return LC_NO_FACT;
 }
 
-/* The one place a phase changes: handover_step()'s answer to event,
- * carried out; returns the event its actions found out. */
-static enum wbg_event step(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event,
-			   struct wbg_plan *plan)
+/* The guards the handover itself holds: its route and its state. */
+static unsigned state_guards(const struct wbg_handover *h)
+{
+	return wbg_route_guards(h->route) | (h->t_removed ? WBG_GUARD_GONE : 0) |
+	       (h->was_watched ? WBG_GUARD_WAS_WATCHED : 0);
+}
+
+/* The one place a phase changes: handover_step()'s answer to the fact,
+ * carried out; returns the fact its actions found out. */
+static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
+			    struct wbg_plan *plan)
 {
 	enum wbg_phase from = h->phase;
-	struct wbg_step s = handover_step(from, event);
+	struct wbg_step s;
+
+	f.guards |= state_guards(h);
+	s = handover_step(from, f.event, f.guards);
 
 	if (from == WBG_PHASE_ENDED)
-		return LC_NO_EVENT;
+		return LC_NO_FACT;
 	if (s.invalid) {
 		lc->stats.invalid_steps++;
-		log_warning("handover %" PRIu64 " of %s: event %s in phase %s must not happen; ended", h->id, h->path,
-			    wbg_event_to_string(event), wbg_phase_to_string(from));
+		log_warning("handover %" PRIu64 " of %s: event %s (guards 0x%x) in phase %s must not happen; ended",
+			    h->id, h->path, wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(from));
 		if (h->outcome == WBG_OUTCOME_PENDING)
 			h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "lifecycle: an event its phase must not see (logged)";
 	} else
-		log_debug("handover %" PRIu64 ": %s --%s--> %s", h->id, wbg_phase_to_string(from),
-			  wbg_event_to_string(event), wbg_phase_to_string(s.next));
+		log_debug("handover %" PRIu64 ": %s --%s (guards 0x%x)--> %s", h->id, wbg_phase_to_string(from),
+			  wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(s.next));
 	/* leaving a phase leaves its list */
 	if (from == WBG_PHASE_FLUSHING && s.next != from) {
 		in_flight_remove(lc, h);
@@ -285,16 +291,16 @@ static enum wbg_event step(struct wbg_lifecycle *lc, struct wbg_handover *h, enu
 	if (from == WBG_PHASE_VERIFY && s.next != from)
 		queue_unlink(&lc->verify_head, &lc->verify_tail, h);
 	h->phase = s.next;
-	return carry_out(lc, h, event, s.actions, plan);
+	return carry_out(lc, h, f, s.actions, plan);
 }
 
 /* A fact's event, and every event its actions lead to, one cell at a
  * time. plan: what the first event's WBG_ACT_SUBMIT and
  * WBG_ACT_SAVE_PENDING take. h may be freed when it returns. */
-static void run(struct wbg_lifecycle *lc, struct wbg_handover *h, enum wbg_event event, struct wbg_plan *plan)
+static void run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, struct wbg_plan *plan)
 {
-	while (event != LC_NO_EVENT) {
-		event = step(lc, h, event, plan);
+	while (f.event != LC_NO_EVENT) {
+		f = step(lc, h, f, plan);
 		plan = NULL;
 	}
 }
@@ -326,7 +332,7 @@ static void run_cleanup(struct wbg_lifecycle *lc)
 			h->cleanup_done = true;
 			h->t_cleanup = now;
 		}
-		run(lc, h, WBG_EVENT_CLEANED, NULL); /* off the batch, onto the next */
+		run(lc, h, fact(WBG_EVENT_CLEANED, 0), NULL); /* off the batch, onto the next */
 	}
 }
 
@@ -429,7 +435,7 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 {
 	struct wbg_handover *h = c->handover;
 	struct wbg_plan plan = { 0 };
-	enum wbg_event ev;
+	struct wbg_fact ev;
 	uint64_t id = 0;
 
 	if (h) {
@@ -439,7 +445,7 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 
 		ev = lc_event_move_on(lc, c, h, trigger, &plan);
 		run(lc, h, ev, &plan);
-		if (ev == WBG_EVENT_EMPTIED)
+		if (ev.event == WBG_EVENT_EMPTIED)
 			h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
 	} else {
 		ev = lc_event_start(lc, c, trigger, &h, &plan);
@@ -448,9 +454,8 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 			run(lc, h, ev, &plan);
 		}
 		/* a removal already seen (the rmdir came first): watched at once */
-		if (ev == WBG_EVENT_DIRTY_WATCH && (h = lc_find(lc, id)) && h->phase == WBG_PHASE_DEFERRED &&
-		    h->t_removed)
-			run(lc, h, WBG_EVENT_REMOVED, NULL);
+		if (id && (h = lc_find(lc, id)) && h->phase == WBG_PHASE_DEFERRED && h->t_removed)
+			run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
 	}
 	plan_free(&plan);
 	lc_reschedule(lc);
@@ -460,9 +465,9 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 void lifecycle_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c)
 {
 	struct wbg_handover *h = c->handover;
-	enum wbg_event ev = lc_event_repopulated(c, h);
+	struct wbg_fact ev = lc_event_repopulated(c, h);
 
-	if (ev == LC_NO_EVENT)
+	if (ev.event == LC_NO_EVENT)
 		return;
 	run(lc, h, ev, NULL);
 	lc_reschedule(lc);
@@ -470,17 +475,16 @@ void lifecycle_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c)
 
 static int evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode)
 {
-	enum wbg_event ev = lc_watch_evidence(lc, h, inode, lc_now(lc));
+	struct wbg_fact ev = lc_watch_evidence(lc, h, inode, lc_now(lc));
 
 	run(lc, h, ev, NULL);
-	return ev == WBG_EVENT_EVIDENCE_SOON;
+	return !!(ev.guards & WBG_GUARD_SOON);
 }
 
 int lifecycle_stall(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, dev_t bdi_dev, bool in_scope)
 {
 	struct wbg_plan plan = { 0 };
 	struct wbg_handover *h;
-	enum wbg_event ev;
 	uint64_t id;
 	int r = lc_stall_admit(lc, cgroup_id, path, bdi_dev, in_scope, lc_now(lc));
 
@@ -492,11 +496,11 @@ int lifecycle_stall(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pa
 	if (!h)
 		return -ENOMEM;
 	id = h->id;
-	ev = lc_stall_plan(lc, h, bdi_dev, &plan);
-	run(lc, h, ev, &plan);
+	run(lc, h, lc_stall_plan(lc, h, bdi_dev, &plan), &plan);
 	plan_free(&plan);
-	if (ev == WBG_EVENT_DIRTY_WATCH) {
-		run(lc, h, WBG_EVENT_REMOVED, NULL);
+	/* deferred: its cgroup is gone already, so watched at once */
+	if ((h = lc_find(lc, id)) && h->phase == WBG_PHASE_DEFERRED) {
+		run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
 		/* its first evidence is the stall itself, flushed as the
 		 * evidence cap allows (or by the tick, when it refills) */
 		h = lc_find(lc, id);
