@@ -144,6 +144,7 @@ struct wbg_cgroup_stats {
 };
 
 #define WBG_RING_PATH_MAX 1024 /* covers kubelet's paths (about 200 bytes) four times over */
+#define WBG_RING_BDI_MAX 64    /* a bdi's name: "MAJOR:MINOR", or a driver's short name */
 
 enum wbg_life_kind {
 	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
@@ -155,7 +156,7 @@ enum wbg_life_kind {
 
 /* The stall itself, for dying cgroups wbguardd has no handover for (it was
  * down at their removal, forgot them, or refused them): the first -ENOENT
- * foreign flush to each sends one WBG_LIFE_STALL event (its path: the
+ * foreign flush to each sends one WBG_LIFE_STALL event (its stall.bdi: the
  * bdi's name, "MAJOR:MINOR" for a block device); later ones for the same
  * cgroup only count, until user space forgets it (its handover ended). */
 #define WBG_STALL_REPORTED_MAX 4096
@@ -171,20 +172,52 @@ enum wbg_expiry_watch {
 /* One event on the event ring, of any enum wbg_life_kind: a cgroup removed
  * (tracepoint cgroup:cgroup_rmdir, for removals too quick for inotify to tie
  * to a cgroup id) or released, a watched pod's dirtying, the evidence, the
- * stall. Fields marked EVIDENCE are that kind's; path is a removal's or a
- * stall's. */
+ * stall. A head every kind fills, then its kind's part: the BPF side
+ * reserves only the head and that part (WBG_RING_EVENT_SIZE), so a
+ * dirtying or an evidence event takes tens of bytes of the ring, not a
+ * removal's path. */
 struct wbg_ring_event {
 	__u64 cgroup_id; /* EVIDENCE: the dying wb's cgroup */
-	__u32 level;
-	__u32 root;     /* hierarchy id: the default (v2) hierarchy is 0 */
-	__u32 kind;     /* enum wbg_life_kind */
-	__u32 dev;      /* EVIDENCE: the inode's superblock (kernel dev_t encoding) */
-	__u64 ino;      /* EVIDENCE: the inode */
-	__u64 dirtier;  /* EVIDENCE: the cgroup of the task that dirtied it */
-	__u32 gen;      /* EVIDENCE: the inode's generation (its file handle has it) */
+	__u32 kind;      /* enum wbg_life_kind */
+	__u32 level;     /* RMDIR, RELEASE: the cgroup's; EVIDENCE: its sign, 0 a dirtying, 1 -ENOENT */
+	__u32 root;      /* hierarchy id: the default (v2) hierarchy is 0 */
 	__u32 pad;
-	char path[WBG_RING_PATH_MAX];
+	union {
+		struct {
+			__u32 dev;     /* the inode's superblock (kernel dev_t encoding) */
+			__u32 gen;     /* the inode's generation (its file handle has it) */
+			__u64 ino;     /* the inode; 0 for the -ENOENT sign */
+			__u64 dirtier; /* the cgroup of the task that dirtied it */
+		} evidence;            /* EVIDENCE */
+		struct {
+			char path[WBG_RING_PATH_MAX];
+		} removal;             /* RMDIR, RELEASE */
+		struct {
+			char bdi[WBG_RING_BDI_MAX]; /* the bdi's name: "MAJOR:MINOR" for a block device */
+		} stall;               /* STALL */
+		/* DIRTY: the head alone */
+	};
 };
+
+#define WBG_RING_HEAD_SIZE __builtin_offsetof(struct wbg_ring_event, evidence)
+#define WBG_RING_EVENT_SIZE(part) \
+	(__builtin_offsetof(struct wbg_ring_event, part) + sizeof(((struct wbg_ring_event *)0)->part))
+
+/* The least an event of kind carries: what a reader may look at. A kind it
+ * does not know is read as a removal, as the daemon's reader does. */
+static inline __u32 wbg_ring_event_size(__u32 kind)
+{
+	switch (kind) {
+	case WBG_LIFE_DIRTY:
+		return WBG_RING_HEAD_SIZE;
+	case WBG_LIFE_EVIDENCE:
+		return WBG_RING_EVENT_SIZE(evidence);
+	case WBG_LIFE_STALL:
+		return WBG_RING_EVENT_SIZE(stall);
+	default:
+		return WBG_RING_EVENT_SIZE(removal);
+	}
+}
 
 /* Removed cgroups whose dying wbs wbguardd watches ([flush] mode =
  * on-evidence): armed by user space at removal; the first foreign dirtying

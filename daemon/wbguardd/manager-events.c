@@ -71,7 +71,8 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 		lifecycle_released(&m->lifecycle, e->cgroup_id);
 		return 0;
 	case WBG_LIFE_EVIDENCE: {
-		struct wbg_inode_key k = { .cgroup_id = e->cgroup_id, .ino = e->ino, .dev = e->dev, .gen = e->gen };
+		const typeof(e->evidence) *ev = &e->evidence;
+		struct wbg_inode_key k = { .cgroup_id = e->cgroup_id, .ino = ev->ino, .dev = ev->dev, .gen = ev->gen };
 
 		/* level 1: the -ENOENT sign, which names no inode */
 		if (lifecycle_evidence(&m->lifecycle, e->cgroup_id, e->level == 1 ? NULL : &k, &owner) < 0)
@@ -81,11 +82,11 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 		 * handover's record counts them) */
 		else if (e->level == 1)
 			log_debug("Evidence: a foreign flush for cgroup %" PRIu64 " to the dying wb of %s got -ENOENT",
-				 (uint64_t)e->dirtier, owner ? owner : "a removed cgroup");
+				 (uint64_t)ev->dirtier, owner ? owner : "a removed cgroup");
 		else
 			log_debug("Evidence: cgroup %" PRIu64 " dirtied inode %" PRIu64
 				 " on %u:%u, still on the dying wb of %s",
-				 (uint64_t)e->dirtier, (uint64_t)e->ino, WBG_KDEV_MAJOR(e->dev), WBG_KDEV_MINOR(e->dev),
+				 (uint64_t)ev->dirtier, (uint64_t)ev->ino, WBG_KDEV_MAJOR(ev->dev), WBG_KDEV_MINOR(ev->dev),
 				 owner ? owner : "a removed cgroup");
 		return 0;
 	}
@@ -94,9 +95,9 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 		 * by its name, "MAJOR:MINOR" */
 		const char *p = series_cgroup_path(&m->series, e->cgroup_id);
 		unsigned maj = 0, min = 0;
-		char name[64];
+		char name[WBG_RING_BDI_MAX];
 
-		snprintf(name, sizeof(name), "%.63s", e->path);
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(e->stall.bdi), e->stall.bdi);
 		if (sscanf(name, "%u:%u", &maj, &min) != 2)
 			log_debug("Stall of cgroup %" PRIu64 " on bdi '%s', which names no block device",
 				  (uint64_t)e->cgroup_id, name);
@@ -108,7 +109,7 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 		break;
 	}
 	expiry_cgroup_gone(&m->expiry, e->cgroup_id);
-	snprintf(path, sizeof(path), "%s", e->path[0] == '/' ? e->path + 1 : e->path);
+	snprintf(path, sizeof(path), "%s", e->removal.path[0] == '/' ? e->removal.path + 1 : e->removal.path);
 	series_departed(&m->series, e->cgroup_id, path);
 	if (registry_find_id(&m->reg, e->cgroup_id) || lifecycle_recently_started(&m->lifecycle, e->cgroup_id))
 		return 0;

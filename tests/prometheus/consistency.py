@@ -39,13 +39,16 @@ for where, what, e in exprs:
             problems.append(f"{where}: '{what}' queries {n}, which wbguardd does not export")
 # A program the rules or the dashboard name by its label is one the BPF
 # object has (a renamed program would leave its alert silent for good).
-progs = set(re.findall(r'SEC\("[^"]+"\)\s*\nint BPF_PROG\((\w+)', open(os.path.join(top, "daemon/bpf/wbguard.bpf.c")).read()))
-progs |= set(re.findall(r'SEC\("[^"]+"\)\s*\nint (\w+)\(', open(os.path.join(top, "daemon/bpf/wbguard.bpf.c")).read()))
+progs = set()
+for f in glob.glob(os.path.join(top, "daemon/bpf/*.bpf.c")):
+    src = open(f).read()
+    progs |= set(re.findall(r'SEC\("[^"]+"\)\s*\nint BPF_PROG\((\w+)', src))
+    progs |= set(re.findall(r'SEC\("[^"]+"\)\s*\nint (\w+)\(', src))
 for where, what, e in exprs:
     for alts in re.findall(r'program=~?"([^"]+)"', e):
         for n in alts.split("|"):
             if n not in progs:
-                problems.append(f"{where}: '{what}' names BPF program {n}, which daemon/bpf/wbguard.bpf.c does not have")
+                problems.append(f"{where}: '{what}' names BPF program {n}, which no daemon/bpf/*.bpf.c has")
 # Every alert names its runbook, and the runbook has that section.
 runbooks = open(os.path.join(top, "docs/runbooks.md")).read()
 anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", runbooks, re.M)}

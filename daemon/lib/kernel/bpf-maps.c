@@ -323,13 +323,17 @@ int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void 
 			stats_cb, &w);
 }
 
+/* An event carries its head and its kind's part only (wbguard.h): one
+ * shorter than its kind's is dropped, so that the reader never looks past
+ * it. */
 static int ring_sample(void *ctx, void *data, size_t size)
 {
 	struct wbg_bpf *b = ctx;
+	const struct wbg_ring_event *e = data;
 
-	if (size < sizeof(struct wbg_ring_event))
+	if (size < WBG_RING_HEAD_SIZE || size < wbg_ring_event_size(e->kind))
 		return 0;
-	return b->ring_cb(data, b->ring_userdata);
+	return b->ring_cb(e, b->ring_userdata);
 }
 
 int wbg_bpf_ring_open(struct wbg_bpf *b, wbg_ring_event_cb cb, void *userdata)
