@@ -121,13 +121,13 @@ static void op_forget(void *userdata, uint64_t cgroup_id)
 static int op_writeback(void *userdata, uint64_t cgroup_id, const char *path)
 {
 	struct manager *m = userdata;
-	struct wbg_config cfg = m->cfg; /* shallow: read only */
+	struct wbg_plan_params pp = config_plan_params(&m->cfg);
 	struct wbg_plan plan = { 0 };
 	int r, n = 0;
 
-	cfg.inode_flush = WBG_INODE_FLUSH_ON;
-	cfg.flush_bdev = false;
-	r = handover_plan(cgroup_id, &cfg, &m->host.mounts, &m->host.bdevs, m->bpf, &plan);
+	pp.inodes = true;
+	pp.block_devices = false;
+	r = handover_plan(cgroup_id, &pp, &m->host.mounts, &m->host.bdevs, m->bpf, &plan);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < plan.n; i++) {

@@ -94,6 +94,7 @@ static const char mounts[] = "20 1 0:21 / / rw - overlay overlay rw\n"
 int main(void)
 {
 	struct wbg_config c;
+	struct wbg_plan_params pp;
 	struct wbg_mounts m;
 	struct wbg_plan p;
 	char sys[512];
@@ -132,6 +133,7 @@ int main(void)
 	}
 
 	config_init(&c);
+	pp = config_plan_params(&c);
 	CHECK(mountinfo_parse(mounts, &m) == 0 && m.n == 10, "mount table");
 	CHECK(m.v[1].bdi == m.v[1].dev, "unresolved, a mount's bdi is its device");
 	CHECK(mountinfo_resolve_bdis(&m, sys) == 0, "every mount resolved");
@@ -140,31 +142,31 @@ int main(void)
 	      "bdis in the mount table");
 
 	/* a stall on sda: every filesystem on its partitions, each once */
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(8, 0) }, &(bool){ false }, 1, &p) == 0 && p.n == 2 &&
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(8, 0) }, &(bool){ false }, 1, &p) == 0 && p.n == 2 &&
 		      has_target(&p, makedev(8, 1), "/boot") && has_target(&p, makedev(8, 3), "/var/lib"),
 	      "a stall on 8:0: the filesystems on sda1 and sda3, through their root mounts (%zu)", p.n);
 	plan_free(&p);
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(259, 0) }, &(bool){ false }, 1, &p) == 0 &&
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(259, 0) }, &(bool){ false }, 1, &p) == 0 &&
 		      p.n == 1 && has_target(&p, makedev(259, 2), "/data"),
 	      "a stall on nvme0n1: nvme0n1p2's filesystem");
 	plan_free(&p);
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(253, 0) }, &(bool){ false }, 1, &p) == 0 &&
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(253, 0) }, &(bool){ false }, 1, &p) == 0 &&
 		      p.n == 1 && has_target(&p, makedev(253, 0), "/srv"),
 	      "a stall on dm-0: the LVM volume's filesystem, not sda's");
 	plan_free(&p);
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(9, 0) }, &(bool){ false }, 1, &p) == 0 && p.n == 1 &&
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(9, 0) }, &(bool){ false }, 1, &p) == 0 && p.n == 1 &&
 		      has_target(&p, makedev(259, 5), "/md"),
 	      "a stall on md0: md0p1's filesystem");
 	plan_free(&p);
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(8, 3) }, &(bool){ false }, 1, &p) == 0 && p.n == 1 &&
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(8, 3) }, &(bool){ false }, 1, &p) == 0 && p.n == 1 &&
 		      has_target(&p, makedev(8, 3), "/var/lib"),
 	      "a recorded partition (a restart's pending target): that filesystem alone");
 	plan_free(&p);
-	CHECK(handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(0, 23) }, &(bool){ false }, 1, &p) == 0 && p.n == 0,
+	CHECK(handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(0, 23) }, &(bool){ false }, 1, &p) == 0 && p.n == 0,
 	      "tmpfs: nothing to write");
 	plan_free(&p);
 	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = xfs\n") == 0 &&
-		      handover_plan_recorded(&c, &m, NULL, &(dev_t){ makedev(8, 0) }, &(bool){ false }, 1, &p) == 0 &&
+		      handover_plan_recorded(&pp, &m, NULL, &(dev_t){ makedev(8, 0) }, &(bool){ false }, 1, &p) == 0 &&
 		      p.n == 1 && p.n_excluded == 1 && has_target(&p, makedev(8, 1), "/boot"),
 	      "exclude_fstypes holds for a disk's filesystems too");
 	plan_free(&p);

@@ -108,6 +108,14 @@ static void write_file(const char *p, const char *s)
 	fclose(f);
 }
 
+/* syncfs passes for fstype, as the planner takes them from c */
+static unsigned passes_for(const struct wbg_config *c, const char *fstype)
+{
+	struct wbg_plan_params pp = config_plan_params(c);
+
+	return plan_passes_for(&pp, fstype);
+}
+
 int main(void)
 {
 	test_keep_restart_keys();
@@ -116,8 +124,8 @@ int main(void)
 	char dir[] = "/tmp/wbg-conf.XXXXXX", p[256], d[256];
 
 	config_init(&c);
-	CHECK(config_passes_for(&c, "ext4") == 2 && config_passes_for(&c, "xfs") == 1 &&
-		      config_passes_for(&c, "tmpfs") == 1,
+	CHECK(passes_for(&c, "ext4") == 2 && passes_for(&c, "xfs") == 1 &&
+		      passes_for(&c, "tmpfs") == 1,
 	      "default passes: ext4 2, xfs 1, others 1");
 	CHECK(parse(&c, "[daemon]\ncgroup_root = /tmp/cg\nroots = kubepods.slice  /system.slice\n"
 			"log_level = debug\n[flush]\nworkers = 8\ntimeout_sec = 2.5\npasses_ext4 = 3\n"
@@ -127,7 +135,7 @@ int main(void)
 	CHECK(c.n_roots == 2 && strcmp(c.roots[0], "kubepods.slice") == 0 && strcmp(c.roots[1], "system.slice") == 0,
 	      "roots, leading '/' dropped");
 	CHECK(c.log_level == LOG_DEBUG && c.workers == 8 && c.timeout_usec == 2500000, "numbers");
-	CHECK(config_passes_for(&c, "ext4") == 3 && config_passes_for(&c, "zfs") == 1, "passes per fs type");
+	CHECK(passes_for(&c, "ext4") == 3 && passes_for(&c, "zfs") == 1, "passes per fs type");
 	CHECK(c.inode_flush == WBG_INODE_FLUSH_OFF && c.mitigation == WBG_MITIGATION_ON && !c.bpf, "enums, bools");
 
 	CHECK(parse(&c, "[flush]\nworkers = 0\n") < 0, "workers = 0 rejected");

@@ -28,12 +28,14 @@ static const char text[] = "22 1 0:21 / / rw - overlay overlay rw\n"
 int main(void)
 {
 	struct wbg_config c;
+	struct wbg_plan_params pp;
 	struct wbg_mounts m;
 	struct wbg_plan p;
 
 	config_init(&c);
+	pp = config_plan_params(&c);
 	mountinfo_parse(text, &m);
-	CHECK(handover_plan(42, &c, &m, NULL, NULL, &p) == 0, "plan without BPF");
+	CHECK(handover_plan(42, &pp, &m, NULL, NULL, &p) == 0, "plan without BPF");
 	CHECK(strcmp(p.source, "mounts") == 0, "source: mounts");
 	CHECK(p.n == 3, "ext4, xfs and btrfs once each; not overlay, tmpfs, proc (%zu)", p.n);
 	CHECK(p.n_excluded == 2, "nfs4 and fuse.sshfs left out by default: their syncfs can hang (%u)", p.n_excluded);
@@ -49,7 +51,7 @@ int main(void)
 	{
 		dev_t ns[] = { makedev(254, 16), makedev(9, 9) /* not mounted here */ };
 
-		CHECK(handover_plan_devs(&c, &m, ns, 2, &p) == 0 && p.n == 1 && p.t[0].dev == makedev(254, 16) &&
+		CHECK(handover_plan_devs(&pp, &m, ns, 2, &p) == 0 && p.n == 1 && p.t[0].dev == makedev(254, 16) &&
 			      strcmp(p.source, "mountns") == 0,
 		      "mount-namespace plan: only what the processes saw and we can reach");
 		plan_free(&p);
@@ -62,12 +64,14 @@ int main(void)
 		free(devs);
 		CHECK(mountns_devs("/proc", 999999999, &devs, &n) == -ENOENT, "a process that is gone: -ENOENT");
 	}
-	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes =\n") == 0 && handover_plan(42, &c, &m, NULL, NULL, &p) == 0 &&
-		      p.n == 5 && p.n_excluded == 0,
+	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes =\n") == 0, "exclude_fstypes emptied");
+	pp = config_plan_params(&c);
+	CHECK(handover_plan(42, &pp, &m, NULL, NULL, &p) == 0 && p.n == 5 && p.n_excluded == 0,
 	      "exclude_fstypes empty: every filesystem (%zu)", p.n);
 	plan_free(&p);
-	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = xfs\n") == 0 &&
-		      handover_plan(42, &c, &m, NULL, NULL, &p) == 0 && p.n == 4 && p.n_excluded == 1,
+	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = xfs\n") == 0, "exclude_fstypes set");
+	pp = config_plan_params(&c);
+	CHECK(handover_plan(42, &pp, &m, NULL, NULL, &p) == 0 && p.n == 4 && p.n_excluded == 1,
 	      "an admin's list replaces the default");
 	plan_free(&p);
 	CHECK(config_parse_string(&c, "t", "[flush]\nexclude_fstypes = ../x\n") < 0, "a path is refused");

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
-#include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
@@ -46,17 +45,6 @@ static int config_copy(struct wbg_config *dst, const struct wbg_config *src)
 		dst->n_policies = i + 1;
 	}
 	return 0;
-}
-
-bool config_fstype_excluded(const struct wbg_config *c, const char *fstype)
-{
-	char copy[sizeof(c->flush_exclude)], *saveptr = NULL;
-
-	snprintf(copy, sizeof(copy), "%s", c->flush_exclude);
-	for (char *t = strtok_r(copy, " \t", &saveptr); t; t = strtok_r(NULL, " \t", &saveptr))
-		if (fnmatch(t, fstype, 0) == 0)
-			return true;
-	return false;
 }
 
 struct parse_ctx {
@@ -271,12 +259,16 @@ fail:
 	return r;
 }
 
-unsigned config_passes_for(const struct wbg_config *c, const char *fstype)
+struct wbg_plan_params config_plan_params(const struct wbg_config *c)
 {
-	for (unsigned i = 0; i < c->n_passes; i++)
-		if (strcmp(c->passes[i].fstype, fstype) == 0)
-			return c->passes[i].passes;
-	return c->default_passes;
+	return (struct wbg_plan_params){
+		.inodes = c->inode_flush == WBG_INODE_FLUSH_ON,
+		.block_devices = c->flush_bdev,
+		.exclude_fstypes = c->flush_exclude,
+		.passes = c->passes,
+		.n_passes = c->n_passes,
+		.default_passes = c->default_passes,
+	};
 }
 
 int config_keep_restart_keys(struct wbg_config *c, const struct wbg_config *running,

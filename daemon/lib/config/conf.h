@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "expiry-policy.h"
+#include "plan.h"
 
 /* WBG_CONF_FILE and WBG_RUN_DIR come from the build (config.h). */
 #define WBG_ROOTS_MAX 16
@@ -23,11 +24,6 @@ enum wbg_inode_flush { WBG_INODE_FLUSH_AUTO, WBG_INODE_FLUSH_ON, WBG_INODE_FLUSH
  * within a byte budget per device; its removal is then watched as
  * on-evidence watches, for what that flush missed. */
 enum wbg_flush_mode { WBG_FLUSH_ON_EVIDENCE, WBG_FLUSH_EAGER, WBG_FLUSH_EXIT };
-
-struct wbg_fs_passes {
-	char fstype[16];
-	unsigned passes;
-};
 
 struct wbg_config {
 	/* [daemon] */
@@ -111,10 +107,8 @@ int config_load(struct wbg_config *c, const char *path);
 /* One file or string on top of what c holds (used by config_load and tests). */
 int config_parse_file(struct wbg_config *c, const char *path);
 int config_parse_string(struct wbg_config *c, const char *name, const char *text);
-unsigned config_passes_for(const struct wbg_config *c, const char *fstype);
-/* Whether [flush] exclude_fstypes names it (a glob): its syncfs can hang
- * for as long as a server or a FUSE daemon takes. */
-bool config_fstype_excluded(const struct wbg_config *c, const char *fstype);
+/* The planner's part of [flush] (plan.h): pointers into c. */
+struct wbg_plan_params config_plan_params(const struct wbg_config *c);
 struct wbg_conf_key;
 /* After a reload: the keys that apply only at restart get running's values
  * back in c; changed (may be NULL) hears of each that the new file changed.

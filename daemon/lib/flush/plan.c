@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,6 @@
 
 #include "blockdev.h"
 #include "bpf-programs.h"
-#include "conf.h"
 #include "macro.h"
 #include "plan.h"
 
@@ -25,13 +25,41 @@ bool fstype_has_writeback(const char *fstype)
 	return true;
 }
 
+unsigned plan_passes_for(const struct wbg_plan_params *pp, const char *fstype)
+{
+	for (size_t i = 0; i < pp->n_passes; i++)
+		if (strcmp(pp->passes[i].fstype, fstype) == 0)
+			return pp->passes[i].passes;
+	return pp->default_passes;
+}
+
+bool plan_fstype_excluded(const struct wbg_plan_params *pp, const char *fstype)
+{
+	const char *p = pp->exclude_fstypes ? pp->exclude_fstypes : "";
+	char glob[512]; /* the whole key's bound (conf.h): any one glob fits */
+
+	while (*p) {
+		size_t n = strcspn(p, " \t");
+
+		if (n && n < sizeof(glob)) {
+			memcpy(glob, p, n);
+			glob[n] = 0;
+			if (fnmatch(glob, fstype, 0) == 0)
+				return true;
+		}
+		p += n;
+		p += strspn(p, " \t");
+	}
+	return false;
+}
+
 static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const struct wbg_mount *m,
-		      const char *node, const struct wbg_config *cfg, struct wbg_plan_target **ret)
+		      const char *node, const struct wbg_plan_params *pp, struct wbg_plan_target **ret)
 {
 	struct wbg_plan_target *t;
 
 	*ret = NULL;
-	if (kind == FLUSH_FS && m && config_fstype_excluded(cfg, m->fstype)) {
+	if (kind == FLUSH_FS && m && plan_fstype_excluded(pp, m->fstype)) {
 		p->n_excluded++; /* [flush] exclude_fstypes: a syncfs that may never return */
 		return 0;
 	}
@@ -49,7 +77,7 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 	if (m) {
 		snprintf(t->fstype, sizeof(t->fstype), "%s", m->fstype);
 		snprintf(t->mount, sizeof(t->mount), "%s", m->target);
-		t->passes = config_passes_for(cfg, m->fstype);
+		t->passes = plan_passes_for(pp, m->fstype);
 	} else if (node)
 		snprintf(t->mount, sizeof(t->mount), "%s", node);
 	*ret = t;
@@ -57,7 +85,7 @@ static int add_target(struct wbg_plan *p, dev_t dev, enum flush_kind kind, const
 }
 
 
-static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_plan_params *pp, const struct wbg_mounts *mounts,
 			 const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *p)
 {
 	_cleanup_free_ struct wbg_dirtied_dev *devs = NULL;
@@ -71,7 +99,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		return r;
 	p->own_set_missing = !found;
 	p->set_maybe_evicted = !found && wbg_bpf_devsets_may_have_evicted(bpf);
-	if (cfg->inode_flush == WBG_INODE_FLUSH_ON) {
+	if (pp->inodes) {
 		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete, &evicted);
 		if (r < 0)
 			return r;
@@ -83,7 +111,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 		struct wbg_plan_target *t;
 
 		if (devs[i].kind == WBG_DEV_BDEV) {
-			if (!cfg->flush_bdev)
+			if (!pp->block_devices)
 				continue;
 			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
 			const char *node = blockdevs_node(bdevs, dev);
@@ -93,11 +121,11 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 			 * sync_blockdev()), and needs no device node, which a
 			 * container may not open. */
 			if (m && fstype_has_writeback(m->fstype))
-				r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
+				r = add_target(p, dev, FLUSH_FS, m, NULL, pp, &t);
 			else if (!node)
 				continue; /* no node for it (gone): nothing to open */
 			else
-				r = add_target(p, dev, FLUSH_BDEV, NULL, node, cfg, &t);
+				r = add_target(p, dev, FLUSH_BDEV, NULL, node, pp, &t);
 		} else {
 			const struct wbg_mount *m = mountinfo_find_dev(mounts, dev);
 
@@ -105,7 +133,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 			 * open. Pseudo filesystems have no writeback. */
 			if (!m || !fstype_has_writeback(m->fstype))
 				continue;
-			r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
+			r = add_target(p, dev, FLUSH_FS, m, NULL, pp, &t);
 			if (r < 0)
 				return r;
 			if (!t)
@@ -113,7 +141,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 			/* auto means syncfs: measured (daemon-bench, ext4, 6.12),
 			 * fsync by handle plus the syncfs pass that must follow
 			 * it wrote the same bytes in twice the time. */
-			if (complete && flush_fs_has_handles(m->fstype) && cfg->inode_flush == WBG_INODE_FLUSH_ON) {
+			if (complete && flush_fs_has_handles(m->fstype) && pp->inodes) {
 				size_t k = 0;
 
 				t->use_inodes = true;
@@ -133,7 +161,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 	/* It dirtied more devices than its set holds (a tenant writing to many
 	 * filesystems): a complete inode set still names every filesystem it
 	 * wrote; only without one may the rest be any filesystem. */
-	if (overflow && cfg->inode_flush != WBG_INODE_FLUSH_ON) {
+	if (overflow && !pp->inodes) {
 		r = wbg_bpf_cgroup_inodes(bpf, cgroup_id, &inodes, &n_inodes, &complete, &evicted);
 		if (r < 0)
 			return r;
@@ -146,12 +174,12 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 
 			if (!m || !fstype_has_writeback(m->fstype))
 				continue;
-			r = add_target(p, dev, FLUSH_FS, m, NULL, cfg, &t);
+			r = add_target(p, dev, FLUSH_FS, m, NULL, pp, &t);
 			if (r < 0)
 				return r;
 		}
 	} else if (overflow) {
-		r = handover_plan_mounts(cfg, mounts, p);
+		r = handover_plan_mounts(pp, mounts, p);
 		if (r < 0)
 			return r;
 	}
@@ -161,7 +189,7 @@ static int plan_from_bpf(uint64_t cgroup_id, const struct wbg_config *cfg, const
 
 /* Without BPF we cannot know what the cgroup wrote: every filesystem with
  * writeback. */
-int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p)
+int handover_plan_mounts(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, struct wbg_plan *p)
 {
 	for (size_t i = 0; i < mounts->n; i++) {
 		const struct wbg_mount *m = &mounts->v[i];
@@ -174,7 +202,7 @@ int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *
 		if (!fstype_has_writeback(m->fstype) || strcmp(m->fstype, "overlay") == 0 ||
 		    mountinfo_find_dev(mounts, m->dev) != m)
 			continue;
-		r = add_target(p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
+		r = add_target(p, m->dev, FLUSH_FS, m, NULL, pp, &t);
 		if (r < 0)
 			return r;
 	}
@@ -184,7 +212,7 @@ int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *
 
 /* Every filesystem whose bdi is dev (the disk a stall or a wb_stats line
  * names: its partitions', its own, none where it is a partition itself). */
-static int add_bdi_filesystems(struct wbg_plan *p, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+static int add_bdi_filesystems(struct wbg_plan *p, const struct wbg_plan_params *pp, const struct wbg_mounts *mounts,
 			       dev_t bdi)
 {
 	struct wbg_plan_target *t;
@@ -197,14 +225,14 @@ static int add_bdi_filesystems(struct wbg_plan *p, const struct wbg_config *cfg,
 		if (m->bdi != bdi || major(m->dev) == 0 || !fstype_has_writeback(m->fstype) ||
 		    mountinfo_find_dev(mounts, m->dev) != m)
 			continue;
-		r = add_target(p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
+		r = add_target(p, m->dev, FLUSH_FS, m, NULL, pp, &t);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
+int handover_plan_recorded(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
 			   const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
 {
 	struct wbg_plan p = { 0 };
@@ -216,14 +244,14 @@ int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts
 		const char *node = bdev[i] ? blockdevs_node(bdevs, devs[i]) : NULL;
 
 		if (m && fstype_has_writeback(m->fstype))
-			r = add_target(&p, devs[i], FLUSH_FS, m, NULL, cfg, &t);
+			r = add_target(&p, devs[i], FLUSH_FS, m, NULL, pp, &t);
 		else if (node)
-			r = add_target(&p, devs[i], FLUSH_BDEV, NULL, node, cfg, &t);
+			r = add_target(&p, devs[i], FLUSH_BDEV, NULL, node, pp, &t);
 		/* a bdi's device (a stall's, wb_stats'): the filesystems on its
 		 * partitions; else unmounted or detached since: nothing left to
 		 * write */
 		if (r >= 0 && !bdev[i])
-			r = add_bdi_filesystems(&p, cfg, mounts, devs[i]);
+			r = add_bdi_filesystems(&p, pp, mounts, devs[i]);
 	}
 	if (r < 0) {
 		plan_free(&p);
@@ -234,7 +262,7 @@ int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts
 	return 0;
 }
 
-int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const dev_t *ns_devs,
+int handover_plan_devs(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, const dev_t *ns_devs,
 		       size_t n_ns_devs, struct wbg_plan *ret)
 {
 	struct wbg_plan p = { 0 };
@@ -246,7 +274,7 @@ int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mo
 
 		if (!m || !fstype_has_writeback(m->fstype) || strcmp(m->fstype, "overlay") == 0)
 			continue; /* not reachable from our namespace */
-		r = add_target(&p, m->dev, FLUSH_FS, m, NULL, cfg, &t);
+		r = add_target(&p, m->dev, FLUSH_FS, m, NULL, pp, &t);
 		if (r < 0) {
 			plan_free(&p);
 			return r;
@@ -290,11 +318,11 @@ int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n)
 	return 0;
 }
 
-int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+int handover_plan(uint64_t cgroup_id, const struct wbg_plan_params *pp, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret)
 {
 	struct wbg_plan p = { 0 };
-	int r = bpf ? plan_from_bpf(cgroup_id, cfg, mounts, bdevs, bpf, &p) : handover_plan_mounts(cfg, mounts, &p);
+	int r = bpf ? plan_from_bpf(cgroup_id, pp, mounts, bdevs, bpf, &p) : handover_plan_mounts(pp, mounts, &p);
 
 	if (r < 0) {
 		plan_free(&p);

@@ -16,7 +16,29 @@
 
 struct blockdevs;
 struct wbg_bpf;
-struct wbg_config;
+
+/* syncfs passes for one filesystem type. */
+struct wbg_fs_passes {
+	char fstype[16];
+	unsigned passes;
+};
+
+/* What the planner takes from the configuration's [flush] section
+ * (config_plan_params()); pointers into it, valid while it is. */
+struct wbg_plan_params {
+	bool inodes;                        /* inode_flush = on: by inode where a set is complete */
+	bool block_devices;                 /* block_devices: a block device's own page cache too */
+	const char *exclude_fstypes;        /* exclude_fstypes: globs, blank-separated */
+	const struct wbg_fs_passes *passes; /* passes_FSTYPE */
+	size_t n_passes;
+	unsigned default_passes; /* passes_default */
+};
+
+/* syncfs passes for fstype. */
+unsigned plan_passes_for(const struct wbg_plan_params *pp, const char *fstype);
+/* Whether exclude_fstypes names it (a glob): its syncfs can hang for as
+ * long as a server or a FUSE daemon takes. */
+bool plan_fstype_excluded(const struct wbg_plan_params *pp, const char *fstype);
 
 struct wbg_plan_target {
 	dev_t dev;
@@ -42,18 +64,18 @@ struct wbg_plan {
 
 /* What to flush for a cgroup. mounts: our mount table; bdevs: device
  * nodes by number; bpf may be NULL. */
-int handover_plan(uint64_t cgroup_id, const struct wbg_config *cfg, const struct wbg_mounts *mounts,
+int handover_plan(uint64_t cgroup_id, const struct wbg_plan_params *pp, const struct wbg_mounts *mounts,
 		  const struct blockdevs *bdevs, const struct wbg_bpf *bpf, struct wbg_plan *ret);
 /* Every filesystem with writeback in the mount table (no BPF, or a set the
  * BPF LRU may have evicted), added to p. */
-int handover_plan_mounts(const struct wbg_config *cfg, const struct wbg_mounts *mounts, struct wbg_plan *p);
+int handover_plan_mounts(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, struct wbg_plan *p);
 /* The targets a handover interrupted by a restart had recorded
  * (pending.h): filesystems by device, block devices by node. */
-int handover_plan_recorded(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
+int handover_plan_recorded(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, const struct blockdevs *bdevs,
 			   const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret);
 /* Without BPF, when the cgroup's processes were seen: only the filesystems
  * their mount namespace had (ns_devs), else every one. */
-int handover_plan_devs(const struct wbg_config *cfg, const struct wbg_mounts *mounts, const dev_t *ns_devs,
+int handover_plan_devs(const struct wbg_plan_params *pp, const struct wbg_mounts *mounts, const dev_t *ns_devs,
 		       size_t n_ns_devs, struct wbg_plan *ret);
 /* The filesystems with writeback that a process's mountinfo shows. */
 int mountns_devs(const char *proc, pid_t pid, dev_t **ret, unsigned *ret_n);

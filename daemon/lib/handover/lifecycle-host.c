@@ -30,29 +30,31 @@ static int host_plan(void *userdata, uint64_t cgroup_id, const struct wbg_cgroup
 		     struct wbg_plan *ret)
 {
 	struct wbg_lifecycle_host *h = userdata;
-	struct wbg_config cfg = *h->cfg; /* shallow: read only */
+	struct wbg_plan_params pp = config_plan_params(h->cfg);
 
 	/* Without BPF, what a cgroup may have written is what its processes'
 	 * mount namespace showed */
 	if (!dirtied_bpf(h->bpf) && c && c->n_ns_devs)
-		return handover_plan_devs(h->cfg, h->mounts, c->ns_devs, c->n_ns_devs, ret);
+		return handover_plan_devs(&pp, h->mounts, c->ns_devs, c->n_ns_devs, ret);
 	if (inodes)
-		cfg.inode_flush = WBG_INODE_FLUSH_ON; /* the plan takes the inode sets */
-	return handover_plan(cgroup_id, &cfg, h->mounts, h->bdevs, dirtied_bpf(h->bpf), ret);
+		pp.inodes = true; /* the plan takes the inode sets */
+	return handover_plan(cgroup_id, &pp, h->mounts, h->bdevs, dirtied_bpf(h->bpf), ret);
 }
 
 static int host_plan_mounts(void *userdata, struct wbg_plan *ret)
 {
 	struct wbg_lifecycle_host *h = userdata;
+	struct wbg_plan_params pp = config_plan_params(h->cfg);
 
-	return handover_plan_mounts(h->cfg, h->mounts, ret);
+	return handover_plan_mounts(&pp, h->mounts, ret);
 }
 
 static int host_plan_recorded(void *userdata, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
 {
 	struct wbg_lifecycle_host *h = userdata;
+	struct wbg_plan_params pp = config_plan_params(h->cfg);
 
-	return handover_plan_recorded(h->cfg, h->mounts, h->bdevs, devs, bdev, n, ret);
+	return handover_plan_recorded(&pp, h->mounts, h->bdevs, devs, bdev, n, ret);
 }
 
 static int host_submit(void *userdata, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id)
