@@ -69,7 +69,8 @@ struct world {
 };
 
 
-extern struct world x;
+/* The one world of a test binary: setup() resets it for each test. */
+extern struct world world;
 extern const struct wbg_lifecycle_ops ops;
 extern struct wbg_registry reg;
 extern struct wbg_containers containers;
@@ -88,7 +89,7 @@ void job_done_waiter(uint64_t waiter, int result);
 void advance(uint64_t t);
 void removed(struct wbg_cgroup *c);
 bool json_has(const char *key, const char *value);
-/* A call's index in x.calls. */
+/* A call's index in world.calls. */
 int call_index(void *call);
 /* The state dir and the container table, once per test binary. */
 int world_open(void);

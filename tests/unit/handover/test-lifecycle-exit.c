@@ -16,7 +16,7 @@ static void setup_exit(void)
 {
 	setup(false);
 	lc.params.at_exit = true;
-	x.plan_uses_inodes = true;
+	world.plan_uses_inodes = true;
 }
 
 /* A cgroup emptied and its exit flush done, then removed: its handover. */
@@ -41,21 +41,21 @@ static void test_flush_then_removal(void)
 	c = cgroup(800, "k/exit");
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
-	CHECK(h && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT &&
-		      x.last_plan_inodes,
+	CHECK(h && h->phase == WBG_PHASE_FLUSHING && world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT &&
+		      world.last_plan_inodes,
 	      "populated 0: its own inodes planned and submitted as the exit recipe, before any removal");
 	CHECK(lc.stats.exit_flushes == 1 && lc.stats.exit_targets_inodes == 1 && lc.stats.exit_targets_syncfs == 0,
 	      "counted: one exit flush, one filesystem by its inodes");
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && x.ended == 0 && x.armed == 0,
+	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && world.ended == 0 && world.armed == 0,
 	      "flushed while the cgroup exists: it awaits its removal, nothing armed yet");
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 800) && x.armed == 1 && !x.last_arm_stall_only &&
-		      x.n_sub == 1,
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 800) && world.armed == 1 && !world.last_arm_stall_only &&
+		      world.n_sub == 1,
 	      "its removal: on the cleanup batch and watched, BPF armed for either sign, nothing written again");
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && json_has("recipe", "exit") &&
-		      strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true") &&
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && json_has("recipe", "exit") &&
+		      strstr(world.last_json, "\"cleanup_rerun\":true") && strstr(world.last_json, "\"flushed_before_rmdir\":true") &&
 		      lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1 && !lifecycle_watching(&lc, 800),
 	      "cleaned up and verified clean: recorded flushed before its rmdir, by the exit recipe; the watch ended "
 	      "as flushed, not drained");
@@ -74,16 +74,16 @@ static void test_missed(void)
 	setup_exit();
 	h = exited(810, "k/missed");
 	id = h->id;
-	CHECK(lifecycle_evidence(&lc, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 &&
-		      x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
+	CHECK(lifecycle_evidence(&lc, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2 &&
+		      world.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
-	x.wb_dirty[x.n_wb_dirty++] = 810;
+	world.wb_dirty[world.n_wb_dirty++] = 810;
 	job_done(id, 0);
-	advance(x.now + S / 2);
-	CHECK(h->phase == WBG_PHASE_WATCHED && x.ended == 0, "its dying wb still dirty after that: watched again");
-	x.n_wb_dirty = 0;
-	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":1"),
+	advance(world.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && world.ended == 0, "its dying wb still dirty after that: watched again");
+	world.n_wb_dirty = 0;
+	advance(world.now + 3 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"evidence\":1"),
 	      "drained: cleaned up, recorded flushed with its evidence");
 	teardown();
 
@@ -94,14 +94,14 @@ static void test_missed(void)
 	h = c->handover;
 	removed(c);
 	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&lc, 820) && lifecycle_cgroup_active(&lc, 820) &&
-		      x.forgotten == 0,
+		      world.forgotten == 0,
 	      "removed while its exit flush runs: the flush ends first, and what it dirtied is kept for the evidence");
-	x.now += 10 * MS;
+	world.now += 10 * MS;
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 820) && x.armed == 1,
+	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 820) && world.armed == 1,
 	      "its end: cleaned up and watched");
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"flushed_before_rmdir\":false"),
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"flushed_before_rmdir\":false"),
 	      "recorded flushed, after its rmdir");
 	teardown();
 }
@@ -119,15 +119,15 @@ static void test_still_dirty(void)
 	setup_exit();
 	h = exited(870, "k/still-dirty");
 	id = h->id;
-	x.wb_dirty[x.n_wb_dirty++] = 870;
-	advance(x.now + S / 2);
-	CHECK(h->phase == WBG_PHASE_WATCHED && x.armed == 2 && !x.last_arm_stall_only,
+	world.wb_dirty[world.n_wb_dirty++] = 870;
+	advance(world.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && world.armed == 2 && !world.last_arm_stall_only,
 	      "dirty at the check: watched, armed for either sign (no flush of ours since the exit recipe's)");
-	CHECK(lifecycle_evidence(&lc, 870, NULL, &owner) == 0 && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EVIDENCE,
+	CHECK(lifecycle_evidence(&lc, 870, NULL, &owner) == 0 && world.n_sub == 2 && world.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "the replacement's first dirtying: its inodes flushed at once");
 	job_done(id, 0);
-	advance(x.now + S / 2);
-	CHECK(h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	advance(world.now + S / 2);
+	CHECK(h->phase == WBG_PHASE_WATCHED && world.last_arm_stall_only,
 	      "still dirty after that flush: re-armed for the stall only");
 	teardown();
 }
@@ -142,19 +142,19 @@ static void test_bounds(void)
 	lc.params.watch.max = 0;
 	h = exited(830, "k/full");
 	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&lc, 830) && lc.watch_share.refused[WBG_SHARE_FULL] == 1 &&
-		      x.n_sub == 1,
+		      world.n_sub == 1,
 	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && x.forgotten == 1,
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && world.forgotten == 1,
 	      "then verified and recorded flushed; what it dirtied forgotten at the end");
 	teardown();
 
 	/* no complete inode set: the counted fallback */
 	setup_exit();
-	x.plan_uses_inodes = false;
+	world.plan_uses_inodes = false;
 	c = cgroup(840, "k/incomplete");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EXIT && lc.stats.exit_targets_syncfs == 1 &&
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT && lc.stats.exit_targets_syncfs == 1 &&
 		      lc.stats.exit_targets_inodes == 0,
 	      "an incomplete inode set: the filesystem submitted (the pool's syncfs), counted as the fallback");
 	teardown();
@@ -162,8 +162,8 @@ static void test_bounds(void)
 	/* an explicit request is what it was */
 	setup_exit();
 	c = cgroup(850, "k/api");
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 60 * S, &x.calls[0]) >= 0 && x.n_sub == 1 &&
-		      x.sub[0].purpose == FLUSH_FOR_HANDOVER && !x.last_plan_inodes && lc.stats.exit_flushes == 0,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 60 * S, &world.calls[0]) >= 0 && world.n_sub == 1 &&
+		      world.sub[0].purpose == FLUSH_FOR_HANDOVER && !world.last_plan_inodes && lc.stats.exit_flushes == 0,
 	      "an API flush in exit mode: all of its data, as before");
 	teardown();
 }
@@ -180,9 +180,9 @@ static void test_stop_job(void)
 	c = cgroup(860, "system.slice/db.service");
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_STOP_JOB);
 	h = c->handover;
-	x.last_plan_inodes = false;
+	world.last_plan_inodes = false;
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && x.n_sub == 2 && x.sub[1].purpose == FLUSH_FOR_EXIT && x.last_plan_inodes,
+	CHECK(h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2 && world.sub[1].purpose == FLUSH_FOR_EXIT && world.last_plan_inodes,
 	      "populated 0 after the stop job: its own inodes again, the exit recipe");
 	job_done(id, 0);
 	job_done(id, 0);

@@ -28,20 +28,20 @@ static void test_drain(void)
 	struct wbg_handover *h;
 
 	setup(true);
-	x.wb_dirty[x.n_wb_dirty++] = 5;
+	world.wb_dirty[world.n_wb_dirty++] = 5;
 	h = watched(5, "k/drain");
-	CHECK(h && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && x.last_armed == 5 && !x.last_arm_stall_only,
+	CHECK(h && h->phase == WBG_PHASE_WATCHED && world.armed == 1 && world.last_armed == 5 && !world.last_arm_stall_only,
 	      "a removal with dirty data is watched, armed for either sign");
-	advance(x.now + 3 * S);
-	CHECK(x.cleanups == 0 && x.n_sub == 0 && x.ended == 0, "still dirty: nothing done, no I/O");
-	x.n_wb_dirty = 0;
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.cleanups == 1 && x.n_sub == 0,
+	advance(world.now + 3 * S);
+	CHECK(world.cleanups == 0 && world.n_sub == 0 && world.ended == 0, "still dirty: nothing done, no I/O");
+	world.n_wb_dirty = 0;
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_DRAINED && world.cleanups == 1 && world.n_sub == 0,
 	      "drained: one cleanup cycle, verified clean, ended drained without a flush");
-	CHECK(strstr(x.last_json, "\"cleanup_rerun\":true") && strstr(x.last_json, "\"dying_wb_clean\":true") &&
-		      strstr(x.last_json, "\"evidence\":0"),
+	CHECK(strstr(world.last_json, "\"cleanup_rerun\":true") && strstr(world.last_json, "\"dying_wb_clean\":true") &&
+		      strstr(world.last_json, "\"evidence\":0"),
 	      "its record says so");
-	CHECK(x.disarmed == 1 && x.forgotten == 1 && lc.n_watched == 0 &&
+	CHECK(world.disarmed == 1 && world.forgotten == 1 && lc.n_watched == 0 &&
 		      lc.watch_stats.ended[WBG_WATCH_END_DRAINED] == 1,
 	      "disarmed, forgotten, out of the table, counted as drained");
 	teardown();
@@ -54,45 +54,45 @@ static void test_evidence(void)
 	uint64_t id;
 
 	setup(true);
-	x.wb_dirty[x.n_wb_dirty++] = 7;
+	world.wb_dirty[world.n_wb_dirty++] = 7;
 	h = watched(7, "k/ev");
 	id = h->id;
-	x.now += S;
-	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 0 && x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_EVIDENCE &&
+	world.now += S;
+	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 0 && world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EVIDENCE &&
 		      h->phase == WBG_PHASE_FLUSHING,
 	      "evidence: its own inodes flushed at once");
-	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 1 && x.n_sub == 1 && h->evidence_pending,
+	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 1 && world.n_sub == 1 && h->evidence_pending,
 	      "more evidence while it runs: noted, no second flush");
 	CHECK(lifecycle_evidence(&lc, 9, NULL, &owner) == -ENOENT && lc.watch_stats.evidence_ignored == 1,
 	      "evidence for a cgroup not watched: -ENOENT, counted");
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && x.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
-	advance(x.now + S / 10);
-	CHECK(x.n_sub == 1 && h->phase == WBG_PHASE_VERIFY, "the noted evidence waits reflush_sec");
-	advance(x.now + S / 2);
-	CHECK(x.n_sub == 2 && h->phase == WBG_PHASE_FLUSHING, "then flushes again (still dirty)");
+	CHECK(h->phase == WBG_PHASE_CLEANUP && world.last_arm_stall_only, "its flush done: the cleanup next, armed for the stall");
+	advance(world.now + S / 10);
+	CHECK(world.n_sub == 1 && h->phase == WBG_PHASE_VERIFY, "the noted evidence waits reflush_sec");
+	advance(world.now + S / 2);
+	CHECK(world.n_sub == 2 && h->phase == WBG_PHASE_FLUSHING, "then flushes again (still dirty)");
 	job_done(id, 0);
-	advance(x.now + S / 2);
-	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	advance(world.now + S / 2);
+	CHECK(world.ended == 0 && h->phase == WBG_PHASE_WATCHED && world.last_arm_stall_only,
 	      "still dirty after the cleanup: watched again, for the stall only");
-	x.n_wb_dirty = 0;
-	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":2") &&
-		      strstr(x.last_json, "\"evidence_flushes\":2") && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+	world.n_wb_dirty = 0;
+	advance(world.now + 3 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"evidence\":2") &&
+		      strstr(world.last_json, "\"evidence_flushes\":2") && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
 	      "drained after that: ended flushed, with its evidence and flushes");
-	CHECK(strstr(x.last_json, "\"targets\":1,"), "its two flushes of one filesystem: one target in its record");
+	CHECK(strstr(world.last_json, "\"targets\":1,"), "its two flushes of one filesystem: one target in its record");
 	teardown();
 
 	/* the inode the evidence named is written even when the record the
 	 * plan comes from lost it (LRU) */
 	setup(true);
-	x.plan_uses_inodes = true;
+	world.plan_uses_inodes = true;
 	h = watched(9, "k/lost");
 	{
 		struct wbg_inode_key k = { .cgroup_id = 9, .ino = 4242, .dev = (253 << 20) | 0, .gen = 7 };
 
-		CHECK(lifecycle_evidence(&lc, 9, &k, &owner) == 0 && x.n_sub == 1 && x.sub[0].n_inodes == 1 &&
-			      x.sub[0].first_ino == 4242 && lc.stats.evidence_inodes_added == 1,
+		CHECK(lifecycle_evidence(&lc, 9, &k, &owner) == 0 && world.n_sub == 1 && world.sub[0].n_inodes == 1 &&
+			      world.sub[0].first_ino == 4242 && lc.stats.evidence_inodes_added == 1,
 		      "the evidence's own inode is in its flush, counted");
 	}
 	teardown();
@@ -114,14 +114,14 @@ static void test_evidence(void)
 	setup(true);
 	h = watched(8, "k/batch");
 	id = h->id;
-	advance(x.now + S + 1);
+	advance(world.now + S + 1);
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "drained: on the cleanup batch");
-	CHECK(lifecycle_evidence(&lc, 8, NULL, &owner) == 0 && x.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
+	CHECK(lifecycle_evidence(&lc, 8, NULL, &owner) == 0 && world.n_sub == 1 && h->phase == WBG_PHASE_FLUSHING &&
 		      lc.cleanup_head == NULL,
 	      "evidence during the batch: flushed at once, off the batch");
 	job_done(id, 0);
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && x.cleanups == 1,
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && world.cleanups == 1,
 	      "then one cleanup and its end, flushed");
 	teardown();
 }
@@ -136,20 +136,20 @@ static void test_evidence_cap(void)
 	setup(true);
 	lc.params.watch.evidence_per_sec = 2;
 	for (uint64_t id = 21; id <= 25; id++) {
-		x.wb_dirty[x.n_wb_dirty++] = id;
+		world.wb_dirty[world.n_wb_dirty++] = id;
 		snprintf(p, sizeof(p), "k/cap%u", (unsigned)id);
 		(void)watched(id, p);
 	}
-	x.now += S;
+	world.now += S;
 	for (uint64_t id = 21; id <= 25; id++)
 		(void)lifecycle_evidence(&lc, id, NULL, &owner);
-	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_capped == 3,
-	      "five at once, two a second: two flushed, three put off and counted (%zu, %llu)", (size_t)x.n_sub,
+	CHECK(world.n_sub == 2 && lc.watch_stats.evidence_capped == 3,
+	      "five at once, two a second: two flushed, three put off and counted (%zu, %llu)", (size_t)world.n_sub,
 	      (unsigned long long)lc.watch_stats.evidence_capped);
-	advance(x.now + S);
-	CHECK(x.n_sub == 4 && lc.n_watched == 5, "at the next tick, a second on: two more (%zu)", (size_t)x.n_sub);
-	advance(x.now + S);
-	CHECK(x.n_sub == 5, "and the last a second after (%zu)", (size_t)x.n_sub);
+	advance(world.now + S);
+	CHECK(world.n_sub == 4 && lc.n_watched == 5, "at the next tick, a second on: two more (%zu)", (size_t)world.n_sub);
+	advance(world.now + S);
+	CHECK(world.n_sub == 5, "and the last a second after (%zu)", (size_t)world.n_sub);
 	teardown();
 }
 
@@ -163,20 +163,20 @@ static void test_evidence_tenant(void)
 	setup(true);
 	lc.params.watch.evidence_per_sec = 8;
 	for (uint64_t id = 31; id <= 36; id++) {
-		x.wb_dirty[x.n_wb_dirty++] = id;
+		world.wb_dirty[world.n_wb_dirty++] = id;
 		snprintf(p, sizeof(p), "system.slice/noisy.service/c%u", (unsigned)id);
 		(void)watched(id, p);
 	}
-	x.wb_dirty[x.n_wb_dirty++] = 40;
+	world.wb_dirty[world.n_wb_dirty++] = 40;
 	(void)watched(40, "system.slice/quiet.service");
-	x.now += S;
+	world.now += S;
 	for (uint64_t id = 31; id <= 36; id++)
 		(void)lifecycle_evidence(&lc, id, NULL, &owner);
-	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_tenant_capped == 4,
+	CHECK(world.n_sub == 2 && lc.watch_stats.evidence_tenant_capped == 4,
 	      "one tenant's six at once, 8 a second node-wide: its quarter (2) flushed, 4 put off and counted (%zu)",
-	      (size_t)x.n_sub);
+	      (size_t)world.n_sub);
 	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
-	CHECK(x.n_sub == 3, "another tenant's evidence flushes now (%zu)", (size_t)x.n_sub);
+	CHECK(world.n_sub == 3, "another tenant's evidence flushes now (%zu)", (size_t)world.n_sub);
 	teardown();
 }
 
@@ -189,21 +189,21 @@ static void test_late_job(void)
 	uint64_t first;
 
 	setup(true);
-	x.wb_dirty[x.n_wb_dirty++] = 5;
+	world.wb_dirty[world.n_wb_dirty++] = 5;
 	h = watched(5, "k/late");
 	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
-	first = x.sub[x.n_sub - 1].waiter;
-	advance(x.now + 31 * S);
-	CHECK(x.timed_out == 1 && h->phase == WBG_PHASE_WATCHED, "its flush timed out: watched again (%s)",
+	first = world.sub[world.n_sub - 1].waiter;
+	advance(world.now + 31 * S);
+	CHECK(world.timed_out == 1 && h->phase == WBG_PHASE_WATCHED, "its flush timed out: watched again (%s)",
 	      wbg_phase_to_string(h->phase));
 	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && x.sub[x.n_sub - 1].waiter != first, "the next evidence: a new round");
+	CHECK(h->phase == WBG_PHASE_FLUSHING && world.sub[world.n_sub - 1].waiter != first, "the next evidence: a new round");
 	job_done_waiter(first, 0);
 	CHECK(h->phase == WBG_PHASE_FLUSHING && lc.stats.late_jobs == 1,
 	      "the timed-out round's job finishing now: not this round's, counted late (%s)",
 	      wbg_phase_to_string(h->phase));
 	job_done(h->id, 0);
-	advance(x.now + S);
+	advance(world.now + S);
 	CHECK(h->phase == WBG_PHASE_WATCHED, "this round's own job ends its flush");
 	teardown();
 }
@@ -215,33 +215,33 @@ static void test_max_age(void)
 
 	/* never flushed and never drained: flushed at max age */
 	setup(true);
-	x.wb_dirty[x.n_wb_dirty++] = 3;
+	world.wb_dirty[world.n_wb_dirty++] = 3;
 	h = watched(3, "k/old");
-	advance(x.now + 299 * S);
-	CHECK(x.n_sub == 0, "not yet at 299 s");
-	advance(x.now + 2 * S);
-	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER && lc.watch_stats.expired == 1,
+	advance(world.now + 299 * S);
+	CHECK(world.n_sub == 0, "not yet at 299 s");
+	advance(world.now + 2 * S);
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_HANDOVER && lc.watch_stats.expired == 1,
 	      "at watch_max_age_sec: all of it flushed, counted");
 	job_done(h->id, 0);
-	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && lc.n_watched == 0 &&
-		      strcmp(x.last_reason, "not drained at watch_max_age_sec: flushed") == 0,
+	advance(world.now + 3 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && lc.n_watched == 0 &&
+		      strcmp(world.last_reason, "not drained at watch_max_age_sec: flushed") == 0,
 	      "still dirty after that flush: given up, its slot free, the reason says why");
-	CHECK(strstr(x.last_json, "\"dying_wb_clean\":false") && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1,
+	CHECK(strstr(world.last_json, "\"dying_wb_clean\":false") && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1,
 	      "recorded still dirty");
 	teardown();
 
 	/* flushed on evidence, then a slow writer keeps it dirty without ever
 	 * stalling: max age ends that watch too */
 	setup(true);
-	x.wb_dirty[x.n_wb_dirty++] = 4;
+	world.wb_dirty[world.n_wb_dirty++] = 4;
 	h = watched(4, "k/slow");
 	(void)lifecycle_evidence(&lc, 4, NULL, &owner);
 	job_done(h->id, 0);
-	advance(x.now + 2 * S);
+	advance(world.now + 2 * S);
 	CHECK(h->phase == WBG_PHASE_WATCHED && lc.n_watched == 1, "flushed, still dirty: watched again");
-	advance(x.now + 310 * S);
-	CHECK(x.ended == 1 && lc.n_watched == 0 && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1 && x.n_sub == 1,
+	advance(world.now + 310 * S);
+	CHECK(world.ended == 1 && lc.n_watched == 0 && lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1 && world.n_sub == 1,
 	      "a flushed watch still dirty at watch_max_age_sec ends: a tenant's slow writer keeps no slot for good");
 	teardown();
 }
@@ -252,36 +252,36 @@ static void test_no_wbstats(void)
 	const char *owner;
 
 	setup(true);
-	x.no_wbstats = true;
+	world.no_wbstats = true;
 	h = watched(4, "k/old-kernel");
-	advance(x.now + 59 * S);
-	CHECK(x.ended == 0 && x.cleanups == 0, "no wb_stats: not taken as drained before drain_after");
-	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED &&
-		      strcmp(x.last_reason, "no wb_stats: taken as drained after one expiry") == 0 &&
-		      !strstr(x.last_json, "dying_wb_clean"),
+	advance(world.now + 59 * S);
+	CHECK(world.ended == 0 && world.cleanups == 0, "no wb_stats: not taken as drained before drain_after");
+	advance(world.now + 3 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_DRAINED &&
+		      strcmp(world.last_reason, "no wb_stats: taken as drained after one expiry") == 0 &&
+		      !strstr(world.last_json, "dying_wb_clean"),
 	      "after drain_after: cleaned up, ended unverified");
 	teardown();
 
 	/* flushed: watched for the stall until it stays quiet */
 	setup(true);
-	x.no_wbstats = true;
+	world.no_wbstats = true;
 	h = watched(5, "k/stalled");
-	x.now += S;
+	world.now += S;
 	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
 	job_done(h->id, 0);
-	advance(x.now + S);
-	CHECK(x.ended == 0 && h->phase == WBG_PHASE_WATCHED && x.last_arm_stall_only,
+	advance(world.now + S);
+	CHECK(world.ended == 0 && h->phase == WBG_PHASE_WATCHED && world.last_arm_stall_only,
 	      "flushed, and nothing can say whether it ended: watched for the stall only");
-	x.now += S;
+	world.now += S;
 	(void)lifecycle_evidence(&lc, 5, NULL, &owner);
-	CHECK(x.n_sub == 2, "the stall again: flushed again");
+	CHECK(world.n_sub == 2, "the stall again: flushed again");
 	job_done(h->id, 0);
-	advance(x.now + S);
-	advance(x.now + LC_QUIET_USEC - 2 * S);
-	CHECK(x.ended == 0, "not yet quiet");
-	advance(x.now + 4 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
+	advance(world.now + S);
+	advance(world.now + LC_QUIET_USEC - 2 * S);
+	CHECK(world.ended == 0, "not yet quiet");
+	advance(world.now + 4 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1,
 	      "quiet for LC_QUIET_USEC: ended flushed");
 	teardown();
 }
@@ -295,12 +295,12 @@ static void test_bounds(void)
 	(void)watched(1, "k/one");
 	(void)watched(2, "k/two");
 	(void)watched(3, "k/three");
-	CHECK(lc.n_watched == 2 && lc.watch_share.refused[WBG_SHARE_FULL] == 1 && x.n_sub == 1 &&
-		      x.sub[0].purpose == FLUSH_FOR_HANDOVER,
+	CHECK(lc.n_watched == 2 && lc.watch_share.refused[WBG_SHARE_FULL] == 1 && world.n_sub == 1 &&
+		      world.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "a removal past watch_max: refused, counted, flushed at once as eager");
 	lifecycle_released(&lc, 2);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && lc.n_watched == 1 &&
-		      strstr(x.last_json, "\"dying_wb_clean\":true") && lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_DRAINED && lc.n_watched == 1 &&
+		      strstr(world.last_json, "\"dying_wb_clean\":true") && lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1,
 	      "released by the kernel: its wbs are gone, ended clean, counted dropped");
 	teardown();
 
@@ -313,7 +313,7 @@ static void test_bounds(void)
 	(void)watched(13, "system.slice/tenant.service/d");
 	(void)watched(14, "system.slice/other.service");
 	CHECK(lc.n_watched == 3 && lc.watch_share.refused[WBG_SHARE_TENANT] == 1 && lc.watch_share.refused[WBG_SHARE_FULL] == 0 &&
-		      x.n_sub == 1,
+		      world.n_sub == 1,
 	      "a tenant past watch_max_per_tenant: its third removal flushed at once, counted; another tenant still watched");
 	teardown();
 
@@ -352,16 +352,16 @@ static void test_bounds(void)
 	}
 
 	setup(true);
-	x.plan_result = 0;
+	world.plan_result = 0;
 	h = watched(6, "k/cannot");
-	x.plan_targets = 0;
-	x.mount_targets = 0;
+	world.plan_targets = 0;
+	world.mount_targets = 0;
 	{
 		const char *owner;
 
 		(void)lifecycle_evidence(&lc, 6, NULL, &owner);
 	}
-	CHECK(h->phase == WBG_PHASE_CLEANUP && x.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
+	CHECK(h->phase == WBG_PHASE_CLEANUP && world.n_sub == 0, "an evidence flush with nothing to write: on to the cleanup");
 	teardown();
 }
 
@@ -374,31 +374,31 @@ static void test_flush_requests(void)
 	setup(true);
 	c = cgroup(40, "k/pod/ctr");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 1 &&
-		      strcmp(x.reply_outcome[1], "watched") == 0 && lc.n_waiters == 0,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[1]) == 1 && world.replies[1] == 1 &&
+		      strcmp(world.reply_outcome[1], "watched") == 0 && lc.n_waiters == 0,
 	      "poststop of an emptied container on-evidence: answered at once, watched (no 5 s wait)");
 	h = c->handover;
 	removed(c);
-	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &x.calls[2]) == 1 && x.replies[2] == 1 &&
-		      strcmp(x.reply_outcome[2], "watched") == 0 && x.reply_id[2] == h->id,
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &world.calls[2]) == 1 && world.replies[2] == 1 &&
+		      strcmp(world.reply_outcome[2], "watched") == 0 && world.reply_id[2] == h->id,
 	      "after its removal (runtimes rmdir before poststop): watched, at once");
-	x.now += S;
+	world.now += S;
 	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
-	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 0 &&
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &world.calls[3]) == 1 && world.replies[3] == 0 &&
 		      lc.n_waiters == 1,
 	      "while its evidence flush runs: waited for");
 	job_done(h->id, 0);
-	CHECK(x.replies[3] == 1 && strcmp(x.reply_outcome[3], "flushed") == 0, "answered when that flush ends");
+	CHECK(world.replies[3] == 1 && strcmp(world.reply_outcome[3], "flushed") == 0, "answered when that flush ends");
 	teardown();
 
 	/* eager: waited for, as before */
 	setup(false);
 	c = cgroup(41, "k/eager");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[4]) == 1 && x.replies[4] == 0,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[4]) == 1 && world.replies[4] == 0,
 	      "eager: poststop waits for the flush");
 	job_done(c->handover->id, 0);
-	CHECK(x.replies[4] == 1 && strcmp(x.reply_outcome[4], "flushed") == 0, "and gets it");
+	CHECK(world.replies[4] == 1 && strcmp(world.reply_outcome[4], "flushed") == 0, "and gets it");
 	teardown();
 }
 
@@ -406,12 +406,12 @@ static void test_stop_keeps(void)
 {
 	setup(true);
 	(void)watched(50, "k/w");
-	x.ended = 0;
+	world.ended = 0;
 	lifecycle_stop(&lc);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_INTERRUPTED && x.pending_saves == 1 &&
-		      x.pending_drops == 0,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_INTERRUPTED && world.pending_saves == 1 &&
+		      world.pending_drops == 0,
 	      "stopping while watched: interrupted, its pending record (saved when it was deferred) kept");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1 && x.disarmed == 1, "disarmed, counted dropped");
+	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1 && world.disarmed == 1, "disarmed, counted dropped");
 	registry_free(&reg);
 }
 
@@ -424,15 +424,15 @@ static void test_stop_in_cleanup(void)
 		struct wbg_handover *h;
 
 		setup(true);
-		x.wb_dirty[x.n_wb_dirty++] = 51;
+		world.wb_dirty[world.n_wb_dirty++] = 51;
 		h = watched(51, "k/c");
-		x.n_wb_dirty = 0;
+		world.n_wb_dirty = 0;
 		for (int i = 0; i < 100 && h->phase != (verify ? WBG_PHASE_VERIFY : WBG_PHASE_CLEANUP); i++)
-			advance(x.now + S / 20);
+			advance(world.now + S / 20);
 		CHECK(h->phase == (verify ? WBG_PHASE_VERIFY : WBG_PHASE_CLEANUP), "drained: in its %s",
 		      verify ? "verification" : "cleanup");
 		lifecycle_stop(&lc);
-		CHECK(x.pending_saves == 1 && x.pending_drops == 0,
+		CHECK(world.pending_saves == 1 && world.pending_drops == 0,
 		      "stopped there: its pending record kept for the next start");
 		registry_free(&reg);
 	}
@@ -482,20 +482,20 @@ static void test_stall(void)
 	CHECK(lifecycle_stall(&lc, 90, "", makedev(253, 0), true) == 0 && lc.n_active == 0 && lc.stats.stall_off == 1,
 	      "a stall while not mitigating: nothing started, counted");
 	lc.mitigating = true;
-	x.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
+	world.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
 	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lc.n_active == 1 && lc.n_watched == 1,
 	      "a stall nothing covered: a handover, watched like any removal on-evidence");
 	h = lc.watched[0];
-	CHECK(h->trigger == WBG_TRIGGER_STALL && h->phase == WBG_PHASE_FLUSHING && x.n_sub == 1 &&
-		      x.sub[0].dev == makedev(253, 0) && h->evidence == 1,
+	CHECK(h->trigger == WBG_TRIGGER_STALL && h->phase == WBG_PHASE_FLUSHING && world.n_sub == 1 &&
+		      world.sub[0].dev == makedev(253, 0) && h->evidence == 1,
 	      "flushed at once: the stalled device's filesystem (the stall is its evidence)");
-	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 0 && lc.stats.stall_covered == 1 && x.n_sub == 1,
+	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 0 && lc.stats.stall_covered == 1 && world.n_sub == 1,
 	      "reported again while its handover runs: covered, counted, nothing more");
-	disarmed = x.disarmed;
+	disarmed = world.disarmed;
 	job_done(h->id, 0);
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_STALL && x.last_outcome == WBG_OUTCOME_FLUSHED &&
-		      x.disarmed == disarmed + 1,
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_STALL && world.last_outcome == WBG_OUTCOME_FLUSHED &&
+		      world.disarmed == disarmed + 1,
 	      "flushed, cleaned up, clean: recorded (trigger stall), and BPF may report its next stall");
 	teardown();
 
@@ -503,11 +503,11 @@ static void test_stall(void)
 	 * ended, and BPF keeps it reported, so its next failed flushes do not
 	 * each start another */
 	setup(true);
-	x.plan_targets = 0;
-	x.recorded_targets = 0;
-	disarmed = x.disarmed;
-	CHECK(lifecycle_stall(&lc, 95, "", makedev(7, 7), true) == 1 && x.ended == 1 && x.last_outcome == WBG_OUTCOME_NO_TARGETS &&
-		      x.disarmed == disarmed,
+	world.plan_targets = 0;
+	world.recorded_targets = 0;
+	disarmed = world.disarmed;
+	CHECK(lifecycle_stall(&lc, 95, "", makedev(7, 7), true) == 1 && world.ended == 1 && world.last_outcome == WBG_OUTCOME_NO_TARGETS &&
+		      world.disarmed == disarmed,
 	      "a stall with nothing to flush: recorded no-targets, and not reported again at every failed flush");
 	teardown();
 
@@ -515,13 +515,13 @@ static void test_stall(void)
 	setup(true);
 	(void)watched(91, "k/watched");
 	CHECK(lifecycle_stall(&lc, 91, "k/watched", makedev(253, 0), true) == 0 && lc.stats.stall_covered == 1 &&
-		      x.n_sub == 0,
+		      world.n_sub == 0,
 	      "a stall of a watched cgroup: covered, no second handover");
 	teardown();
 
 	/* a rate per device */
 	setup(true);
-	x.plan_targets = 0;
+	world.plan_targets = 0;
 	for (uint64_t id = 100; id < 120; id++) {
 		int r = lifecycle_stall(&lc, id, "", makedev(253, 0), true);
 
@@ -531,7 +531,7 @@ static void test_stall(void)
 	CHECK(started == 16 && capped == 4 && lc.stats.stall_capped == 4,
 	      "20 stalls on one device at once: 16 started, 4 refused and counted");
 	CHECK(lifecycle_stall(&lc, 200, "", makedev(8, 0), true) == 1, "another device still has its own");
-	x.now += S;
+	world.now += S;
 	CHECK(lifecycle_stall(&lc, 120, "", makedev(253, 0), true) == 1, "a second later the device has room again");
 	teardown();
 
@@ -539,9 +539,9 @@ static void test_stall(void)
 	 * others' still start; a capped one is reported again a second later,
 	 * not at each failed flush */
 	setup(true);
-	x.plan_targets = 0;
+	world.plan_targets = 0;
 	started = capped = 0;
-	disarmed = x.disarmed;
+	disarmed = world.disarmed;
 	for (uint64_t id = 300; id < 310; id++) {
 		char p[64];
 		int r;
@@ -551,24 +551,24 @@ static void test_stall(void)
 		started += r == 1;
 		capped += r == -EBUSY;
 	}
-	CHECK(started == 4 && capped == 6 && lc.stats.stall_tenant_capped == 6 && x.disarmed == disarmed,
+	CHECK(started == 4 && capped == 6 && lc.stats.stall_tenant_capped == 6 && world.disarmed == disarmed,
 	      "10 stalls of one tenant: 4 started, 6 refused for its share, none re-armed yet (%d, %d)", started,
 	      capped);
 	CHECK(lifecycle_stall(&lc, 320, "system.slice/quiet.service", makedev(253, 0), true) == 1,
 	      "another tenant's stall on that device starts");
-	advance(x.now + S + S / 10);
-	CHECK(x.disarmed >= disarmed + 6, "a second later the 6 refused are re-armed (reported again at their next stall)");
+	advance(world.now + S + S / 10);
+	CHECK(world.disarmed >= disarmed + 6, "a second later the 6 refused are re-armed (reported again at their next stall)");
 	{
 		/* more capped than the retry FIFO holds: the rest re-armed at
 		 * once, counted */
-		unsigned before = x.disarmed;
+		unsigned before = world.disarmed;
 
 		for (uint64_t id = 1000; id < 1000 + 16 + 256 + 10; id++)
 			(void)lifecycle_stall(&lc, id, "", makedev(9, 9), true);
-		CHECK(lc.stats.stall_retry_full == 10 && x.disarmed == before + 10,
+		CHECK(lc.stats.stall_retry_full == 10 && world.disarmed == before + 10,
 		      "16 started, 256 wait in the FIFO, the 10 past it re-armed at once and counted (%llu)",
 		      (unsigned long long)lc.stats.stall_retry_full);
-		advance(x.now + 2 * S);
+		advance(world.now + 2 * S);
 	}
 	CHECK(lifecycle_stall(&lc, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
 		      lc.stats.stall_out_of_scope == 1 && !lifecycle_cgroup_active(&lc, 400),
@@ -577,13 +577,13 @@ static void test_stall(void)
 
 	/* the stall's flush is evidence like any: the node-wide cap applies */
 	setup(true);
-	x.plan_targets = 0;
+	world.plan_targets = 0;
 	lc.params.watch.evidence_per_sec = 2;
 	for (uint64_t id = 500; id < 504; id++)
 		(void)lifecycle_stall(&lc, id, "", makedev(253, 0), true);
-	CHECK(x.n_sub == 2 && lc.watch_stats.evidence_capped == 2,
+	CHECK(world.n_sub == 2 && lc.watch_stats.evidence_capped == 2,
 	      "4 stalls at once with a cap of 2 a second: 2 flushed now, 2 put off and counted (%zu flushes)",
-	      (size_t)x.n_sub);
+	      (size_t)world.n_sub);
 	teardown();
 }
 

@@ -21,26 +21,26 @@ static void test_eager(void)
 	a = cgroup(100, "kubepods/a");
 	b = cgroup(101, "kubepods/b");
 	ida = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
-	CHECK(ida > 0 && x.n_sub == 1 && x.sub[0].id == ida && x.sub[0].purpose == FLUSH_FOR_HANDOVER,
+	CHECK(ida > 0 && world.n_sub == 1 && world.sub[0].id == ida && world.sub[0].purpose == FLUSH_FOR_HANDOVER,
 	      "eager: populated 0 with dirty data submits its plan at once");
-	CHECK(x.pending_saves == 1 && lc.n_active == 1, "eager: its pending record is saved while the flush runs");
-	CHECK(x.scheduled == x.now + 30 * S, "eager: the one timer is due at its flush timeout");
+	CHECK(world.pending_saves == 1 && lc.n_active == 1, "eager: its pending record is saved while the flush runs");
+	CHECK(world.scheduled == world.now + 30 * S, "eager: the one timer is due at its flush timeout");
 	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
 	job_done(ida, 0);
-	CHECK(x.ended == 0 && a->handover, "eager: flushed before its removal: the handover waits for the rmdir");
+	CHECK(world.ended == 0 && a->handover, "eager: flushed before its removal: the handover waits for the rmdir");
 	removed(a);
 	job_done(ida + 1, 0); /* b's */
 	removed(b);
-	CHECK(x.scheduled == x.now + WBG_CLEANUP_BATCH_USEC, "removals gather for one cleanup batch");
-	advance(x.now + WBG_CLEANUP_BATCH_USEC);
-	CHECK(x.cleanups == 1, "two removals in one batch: one scratch cycle");
-	CHECK(x.ended == 0, "the dying-wb check waits for the kernel's cleanup work");
-	advance(x.now + WBG_VERIFY_DELAY_USEC);
-	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_FLUSHED, "both recorded flushed after the check");
-	CHECK(json_has("trigger", "populated-0") && json_has("outcome", "flushed") && strstr(x.last_json, "\"cleanup_rerun\":true") &&
-		      strstr(x.last_json, "\"dying_wb_clean\":true") && strstr(x.last_json, "\"flushed_before_rmdir\":true"),
+	CHECK(world.scheduled == world.now + WBG_CLEANUP_BATCH_USEC, "removals gather for one cleanup batch");
+	advance(world.now + WBG_CLEANUP_BATCH_USEC);
+	CHECK(world.cleanups == 1, "two removals in one batch: one scratch cycle");
+	CHECK(world.ended == 0, "the dying-wb check waits for the kernel's cleanup work");
+	advance(world.now + WBG_VERIFY_DELAY_USEC);
+	CHECK(world.ended == 2 && world.last_outcome == WBG_OUTCOME_FLUSHED, "both recorded flushed after the check");
+	CHECK(json_has("trigger", "populated-0") && json_has("outcome", "flushed") && strstr(world.last_json, "\"cleanup_rerun\":true") &&
+		      strstr(world.last_json, "\"dying_wb_clean\":true") && strstr(world.last_json, "\"flushed_before_rmdir\":true"),
 	      "the record: trigger, outcome, cleanup re-run, dying wb clean, flushed before rmdir");
-	CHECK(x.pending_drops == 2 && lc.n_active == 0, "ended: pending records dropped, nothing active");
+	CHECK(world.pending_drops == 2 && lc.n_active == 0, "ended: pending records dropped, nothing active");
 	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2 && lc.stats.cleanup_cycles == 1 &&
 		      lc.stats.flushed_device_bytes == 2 * 4096,
 	      "counted by trigger and outcome; the cycle and device bytes too");
@@ -58,9 +58,9 @@ static void test_dying_still_dirty(void)
 	id = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(a);
-	x.wb_dirty[x.n_wb_dirty++] = 200;
-	advance(x.now + S);
-	CHECK(x.ended == 1 && strstr(x.last_json, "\"dying_wb_clean\":false") && lc.stats.verify_dirty == 1,
+	world.wb_dirty[world.n_wb_dirty++] = 200;
+	advance(world.now + S);
+	CHECK(world.ended == 1 && strstr(world.last_json, "\"dying_wb_clean\":false") && lc.stats.verify_dirty == 1,
 	      "a dying wb still dirty after the handover: recorded and counted");
 	teardown();
 }
@@ -71,29 +71,29 @@ static void test_early_ends(void)
 
 	setup(false);
 	c = cgroup(300, "k/clean");
-	x.dirty = 0;
+	world.dirty = 0;
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && c->settled && x.n_sub == 0,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_CLEAN && c->settled && world.n_sub == 0,
 	      "nothing dirty: clean at once, no flush, settled");
 	removed(c);
-	CHECK(x.ended == 1, "a settled cgroup's removal is no second record");
+	CHECK(world.ended == 1, "a settled cgroup's removal is no second record");
 
-	x.dirty = 4096;
-	x.children = true;
+	world.dirty = 4096;
+	world.children = true;
 	c = cgroup(301, "k/pod");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_CHILDREN, "a parent with child cgroups: children");
-	x.children = false;
+	CHECK(world.ended == 2 && world.last_outcome == WBG_OUTCOME_CHILDREN, "a parent with child cgroups: children");
+	world.children = false;
 
 	lifecycle_set_mitigating(&lc, false);
 	c = cgroup(302, "k/off");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 3 && x.last_outcome == WBG_OUTCOME_DISABLED && strcmp(x.last_reason, "mitigation off") == 0,
+	CHECK(world.ended == 3 && world.last_outcome == WBG_OUTCOME_DISABLED && strcmp(world.last_reason, "mitigation off") == 0,
 	      "mitigation off: disabled, nothing flushed");
 	c->populated = true;
 	c->settled = false;
-	x.calls[0] = 0;
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[0]) == 1 && x.n_sub == 1,
+	world.calls[0] = 0;
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[0]) == 1 && world.n_sub == 1,
 	      "mitigation off: an API request flushes all the same");
 	lifecycle_set_mitigating(&lc, true);
 	teardown();
@@ -102,14 +102,14 @@ static void test_early_ends(void)
 	lc.params.flush = false;
 	c = cgroup(303, "k/noflush");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DISABLED && x.n_sub == 0, "[flush] enable = no: disabled");
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_DISABLED && world.n_sub == 0, "[flush] enable = no: disabled");
 	teardown();
 
 	setup(false);
-	x.plan_result = -ENOMEM;
+	world.plan_result = -ENOMEM;
 	c = cgroup(304, "k/badplan");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && strcmp(x.last_reason, "planning failed") == 0,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FAILED && strcmp(world.last_reason, "planning failed") == 0,
 	      "a plan that fails: failed, with its reason");
 	teardown();
 }
@@ -126,56 +126,56 @@ static void test_empty_plans(void)
 	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
-	x.plan_targets = 0;
-	x.own_set_missing = true;
+	world.plan_targets = 0;
+	world.own_set_missing = true;
 	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.last_outcome == WBG_OUTCOME_CHILDREN && x.last_trigger == WBG_TRIGGER_POPULATED_0 &&
-		      strstr(x.last_reason, "removed child cgroups"),
+	CHECK(world.last_outcome == WBG_OUTCOME_CHILDREN && world.last_trigger == WBG_TRIGGER_POPULATED_0 &&
+		      strstr(world.last_reason, "removed child cgroups"),
 	      "a pod cgroup whose container was just removed, dirtied nothing itself: children");
 	teardown();
 
 	setup(false);
-	x.plan_targets = 0;
-	x.own_set_missing = true;
-	x.set_maybe_evicted = true;
+	world.plan_targets = 0;
+	world.own_set_missing = true;
+	world.set_maybe_evicted = true;
 	pod = cgroup(410, "kubepods/evicted");
 	id = lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 2 && lc.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
+	CHECK(world.n_sub == 2 && lc.stats.plans_set_evicted == 1, "its BPF set maybe evicted: every filesystem, counted");
 	job_done(id, 0);
 	job_done(id, 0); /* one job per filesystem */
 	removed(pod);
-	advance(x.now + S);
-	CHECK(x.last_outcome == WBG_OUTCOME_FLUSHED && json_has("plan", "mounts (bpf set evicted)"),
+	advance(world.now + S);
+	CHECK(world.last_outcome == WBG_OUTCOME_FLUSHED && json_has("plan", "mounts (bpf set evicted)"),
 	      "... flushed from the mount table, and the record says why");
 	teardown();
 
 	setup(false);
-	x.plan_targets = 0;
-	x.n_excluded = 1;
+	world.plan_targets = 0;
+	world.n_excluded = 1;
 	pod = cgroup(420, "k/nfs");
 	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own && strstr(x.last_reason, "exclude_fstypes"),
+	CHECK(world.last_outcome == WBG_OUTCOME_NO_TARGETS && world.last_not_own && strstr(world.last_reason, "exclude_fstypes"),
 	      "only excluded filesystems: no-targets, no boost");
 	teardown();
 
 	setup(false);
-	x.plan_targets = 0;
-	x.own_set_missing = true;
+	world.plan_targets = 0;
+	world.own_set_missing = true;
 	pod = cgroup(430, "k/notown");
 	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.last_outcome == WBG_OUTCOME_NO_TARGETS && x.last_not_own,
+	CHECK(world.last_outcome == WBG_OUTCOME_NO_TARGETS && world.last_not_own,
 	      "dirty pages charged to it that are not its own writes: no-targets, no boost");
 	removed(pod);
-	CHECK(x.ended == 1, "... and its removal is no second record");
+	CHECK(world.ended == 1, "... and its removal is no second record");
 	teardown();
 
 	setup(false);
-	x.plan_targets = 0;
-	x.dirty_result = -ENOENT; /* gone before its populated 0 was read */
+	world.plan_targets = 0;
+	world.dirty_result = -ENOENT; /* gone before its populated 0 was read */
 	pod = cgroup(440, "k/quick");
 	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	removed(pod);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_CLEAN,
 	      "nothing recorded of a cgroup gone at once: one clean record, not one per event");
 	teardown();
 }
@@ -188,24 +188,24 @@ static void test_timeout(void)
 	setup(false);
 	c = cgroup(500, "k/hung");
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	advance(x.now + 29 * S);
-	CHECK(x.timed_out == 0, "no timeout before timeout_sec");
-	advance(x.now + 2 * S);
-	CHECK(x.timed_out == 1 && c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT,
+	advance(world.now + 29 * S);
+	CHECK(world.timed_out == 0, "no timeout before timeout_sec");
+	advance(world.now + 2 * S);
+	CHECK(world.timed_out == 1 && c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT,
 	      "at timeout_sec: timed out, the pool told to replace stuck workers");
 	job_done(id, 0);
 	CHECK(c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT, "a job that comes back late changes nothing");
 	removed(c);
-	advance(x.now + S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_TIMEOUT && strcmp(x.last_reason, "flush timeout") == 0,
+	advance(world.now + S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_TIMEOUT && strcmp(world.last_reason, "flush timeout") == 0,
 	      "recorded as timeout, with its reason");
 	teardown();
 
 	setup(false);
-	x.submit_result = -EBUSY;
+	world.submit_result = -EBUSY;
 	c = cgroup(501, "k/busy");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FAILED && !c->settled,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FAILED && !c->settled,
 	      "a target that takes no more flushes: failed at once (its removal tries again)");
 	teardown();
 }
@@ -217,33 +217,33 @@ static void test_waiters(void)
 
 	setup(false);
 	c = cgroup(600, "k/live");
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[1]) == 1 && x.replies[1] == 0 &&
-		      x.refs[1] == 1 && lc.n_waiters == 1,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[1]) == 1 && world.replies[1] == 0 &&
+		      world.refs[1] == 1 && lc.n_waiters == 1,
 	      "FlushCgroup on a live cgroup: an api handover, its caller waits");
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &x.calls[2]) == 1 && lc.n_waiters == 2 && x.n_sub == 1,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[2]) == 1 && lc.n_waiters == 2 && world.n_sub == 1,
 	      "a second caller waits for the same flush");
 	id = c->handover->id;
 	job_done(id, 0);
-	CHECK(x.replies[1] == 1 && x.replies[2] == 1 && strcmp(x.reply_outcome[1], "flushed") == 0 &&
-		      x.reply_id[1] == id && x.refs[1] == 0 && x.refs[2] == 0 && lc.n_waiters == 0,
+	CHECK(world.replies[1] == 1 && world.replies[2] == 1 && strcmp(world.reply_outcome[1], "flushed") == 0 &&
+		      world.reply_id[1] == id && world.refs[1] == 0 && world.refs[2] == 0 && lc.n_waiters == 0,
 	      "the flush done: each caller answered once, flushed, with the handover's id, and released");
-	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_API && !c->handover,
+	CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_API && !c->handover,
 	      "an api handover of a live cgroup ends with its flush");
-	CHECK(lifecycle_flush_request(&lc, NULL, "k/live", 5 * S, &x.calls[3]) == 1 && x.replies[3] == 1 &&
-		      x.reply_id[3] == id,
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/live", 5 * S, &world.calls[3]) == 1 && world.replies[3] == 1 &&
+		      world.reply_id[3] == id,
 	      "asked again for a cgroup no longer tracked: answered from the recent records");
-	CHECK(lifecycle_flush_request(&lc, NULL, "k/never", 5 * S, &x.calls[4]) == -ENOENT && x.replies[4] == 0,
+	CHECK(lifecycle_flush_request(&lc, NULL, "k/never", 5 * S, &world.calls[4]) == -ENOENT && world.replies[4] == 0,
 	      "a cgroup never seen: -ENOENT, no reply");
 
 	d = cgroup(601, "k/slow");
-	(void)lifecycle_flush_request(&lc, d, d->path, 2 * S, &x.calls[5]);
-	(void)lifecycle_flush_request(&lc, d, d->path, 0, &x.calls[6]);
-	CHECK(x.replies[6] == 1 && strcmp(x.reply_outcome[6], "pending") == 0, "timeout 0: answered pending at once");
-	advance(x.now + 2 * S);
-	CHECK(x.replies[5] == 1 && strcmp(x.reply_outcome[5], "pending") == 0 && x.refs[5] == 0,
+	(void)lifecycle_flush_request(&lc, d, d->path, 2 * S, &world.calls[5]);
+	(void)lifecycle_flush_request(&lc, d, d->path, 0, &world.calls[6]);
+	CHECK(world.replies[6] == 1 && strcmp(world.reply_outcome[6], "pending") == 0, "timeout 0: answered pending at once");
+	advance(world.now + 2 * S);
+	CHECK(world.replies[5] == 1 && strcmp(world.reply_outcome[5], "pending") == 0 && world.refs[5] == 0,
 	      "the caller's timeout: answered pending once, released");
 	job_done(d->handover->id, 0);
-	CHECK(x.replies[5] == 1, "the flush that ends later answers nobody twice");
+	CHECK(world.replies[5] == 1, "the flush that ends later answers nobody twice");
 
 	{
 		/* bounded, and shared: one tenant's callers take at most its
@@ -254,7 +254,7 @@ static void test_waiters(void)
 
 		d = cgroup(602, "k/many");
 		for (; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
-			refused += lifecycle_flush_request(&lc, d, d->path, 60 * S, &x.calls[i]) == -EBUSY;
+			refused += lifecycle_flush_request(&lc, d, d->path, 60 * S, &world.calls[i]) == -EBUSY;
 		CHECK(lc.n_waiters - before == WBG_FLUSH_WAITERS_PER_TENANT &&
 			      refused == WBG_FLUSH_WAITERS_MAX - WBG_FLUSH_WAITERS_PER_TENANT &&
 			      lc.waiter_share.refused[WBG_SHARE_TENANT] == refused,
@@ -267,15 +267,15 @@ static void test_waiters(void)
 			snprintf(p, sizeof(p), "t%d/c", t);
 			e = cgroup(700 + t, p);
 			for (int k = 0; k < 8 && i < CALLS - 1; k++, i++)
-				(void)lifecycle_flush_request(&lc, e, e->path, 60 * S, &x.calls[i]);
+				(void)lifecycle_flush_request(&lc, e, e->path, 60 * S, &world.calls[i]);
 		}
 		CHECK(lc.n_waiters == WBG_FLUSH_WAITERS_MAX && lc.waiter_share.refused[WBG_SHARE_POOL] > 0 &&
-			      lifecycle_flush_request(&lc, d, d->path, 60 * S, &x.calls[CALLS - 1]) == -EBUSY,
+			      lifecycle_flush_request(&lc, d, d->path, 60 * S, &world.calls[CALLS - 1]) == -EBUSY,
 		      "many tenants fill the table (%u): the pool's refusals counted, the next caller gets -EBUSY",
 		      lc.n_waiters);
 	}
 	teardown();
-	CHECK(x.replies[10] == 1 && strcmp(x.reply_outcome[10], "pending") == 0 && x.refs[10] == 0,
+	CHECK(world.replies[10] == 1 && strcmp(world.reply_outcome[10], "pending") == 0 && world.refs[10] == 0,
 	      "stopping answers every waiting caller once");
 }
 
@@ -291,12 +291,12 @@ static void test_drop_waiters(void)
 	setup(false);
 	c = cgroup(650, "k/dropped");
 	for (int i = 20; i < 24; i++)
-		(void)lifecycle_flush_request(&lc, c, c->path, 60 * S, &x.calls[i]);
-	CHECK(lifecycle_drop_waiters(&lc, even_call, NULL) == 2 && lc.n_waiters == 2 && x.refs[20] == 0 &&
-		      x.replies[20] == 0 && x.refs[21] == 1,
+		(void)lifecycle_flush_request(&lc, c, c->path, 60 * S, &world.calls[i]);
+	CHECK(lifecycle_drop_waiters(&lc, even_call, NULL) == 2 && lc.n_waiters == 2 && world.refs[20] == 0 &&
+		      world.replies[20] == 0 && world.refs[21] == 1,
 	      "a closed connection's callers go, unanswered; the others stay");
 	job_done(c->handover->id, 0);
-	CHECK(x.replies[20] == 0 && x.replies[21] == 1, "the flush's end answers only those left");
+	CHECK(world.replies[20] == 0 && world.replies[21] == 1, "the flush's end answers only those left");
 	teardown();
 }
 
@@ -309,24 +309,24 @@ static void test_on_evidence(void)
 	setup(true);
 	c = cgroup(700, "k/ev");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 0 && c->handover && c->handover->phase == WBG_PHASE_DEFERRED,
+	CHECK(world.n_sub == 0 && c->handover && c->handover->phase == WBG_PHASE_DEFERRED,
 	      "on-evidence: populated 0 flushes nothing (deferred)");
 	h = c->handover;
 	removed(c);
-	CHECK(x.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && x.armed == 1 && lifecycle_watching(&lc, 700),
+	CHECK(world.n_sub == 0 && h->phase == WBG_PHASE_WATCHED && world.armed == 1 && lifecycle_watching(&lc, 700),
 	      "its removal: watched, BPF armed, still no I/O");
-	x.wb_dirty[x.n_wb_dirty++] = 700;
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 0, "its dying wb still dirty: still watched");
-	CHECK(lifecycle_evidence(&lc, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && x.n_sub == 1 &&
-		      x.sub[0].purpose == FLUSH_FOR_EVIDENCE && x.last_plan_inodes,
+	world.wb_dirty[world.n_wb_dirty++] = 700;
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 0, "its dying wb still dirty: still watched");
+	CHECK(lifecycle_evidence(&lc, 700, NULL, &owner) == 0 && owner && strcmp(owner, "k/ev") == 0 && world.n_sub == 1 &&
+		      world.sub[0].purpose == FLUSH_FOR_EVIDENCE && world.last_plan_inodes,
 	      "evidence: its own inodes flushed at once, evidence mode");
 	CHECK(lifecycle_evidence(&lc, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
-	x.n_wb_dirty = 0;
+	world.n_wb_dirty = 0;
 	job_done(h->id, 0);
-	advance(x.now + 2 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_FLUSHED && strstr(x.last_json, "\"evidence\":1") &&
-		      strstr(x.last_json, "\"cleanup_rerun\":true") && x.forgotten == 1,
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"evidence\":1") &&
+		      strstr(world.last_json, "\"cleanup_rerun\":true") && world.forgotten == 1,
 	      "flushed, cleaned up, checked: recorded with its evidence; its BPF set forgotten");
 	CHECK(lc.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
 	teardown();
@@ -335,8 +335,8 @@ static void test_on_evidence(void)
 	c = cgroup(710, "k/quiet");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
-	advance(x.now + 3 * S);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_DRAINED && x.n_sub == 0,
+	advance(world.now + 3 * S);
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_DRAINED && world.n_sub == 0,
 	      "a dying wb nobody touches drains by itself: drained, no flush at all");
 	teardown();
 
@@ -344,7 +344,7 @@ static void test_on_evidence(void)
 	c = cgroup(720, "k/again");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	lifecycle_repopulated(&lc, c);
-	CHECK(x.ended == 1 && x.last_outcome == WBG_OUTCOME_CLEAN && !c->handover && x.n_sub == 0,
+	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_CLEAN && !c->handover && world.n_sub == 0,
 	      "in use again before removal: clean, nothing flushed");
 	teardown();
 
@@ -353,7 +353,7 @@ static void test_on_evidence(void)
 	c = cgroup(730, "k/full");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	removed(c);
-	CHECK(x.n_sub == 1 && x.sub[0].purpose == FLUSH_FOR_HANDOVER, "the watch table full: flushed at once, as eager");
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_HANDOVER, "the watch table full: flushed at once, as eager");
 	teardown();
 }
 
@@ -364,18 +364,18 @@ static void test_stop(void)
 
 	setup(true);
 	a = cgroup(800, "k/flushing");
-	(void)lifecycle_flush_request(&lc, a, a->path, 60 * S, &x.calls[30]);
+	(void)lifecycle_flush_request(&lc, a, a->path, 60 * S, &world.calls[30]);
 	b = cgroup(801, "k/deferred");
 	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
 	c = cgroup(802, "k/watched");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	hb = b->handover;
 	removed(c);
-	x.ended = 0;
+	world.ended = 0;
 	lifecycle_stop(&lc);
-	CHECK(x.ended == 3 && lc.n_active == 0, "stopping records every handover in progress");
-	CHECK(x.replies[30] == 1 && strcmp(x.reply_outcome[30], "pending") == 0, "its waiting caller answered");
-	CHECK(x.pending_drops == 0 && x.pending_saves == 3,
+	CHECK(world.ended == 3 && lc.n_active == 0, "stopping records every handover in progress");
+	CHECK(world.replies[30] == 1 && strcmp(world.reply_outcome[30], "pending") == 0, "its waiting caller answered");
+	CHECK(world.pending_drops == 0 && world.pending_saves == 3,
 	      "the interrupted flush's, the deferral's and the watch's pending records are kept for the next start");
 	CHECK(lc.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1 &&
 		      lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
@@ -397,12 +397,12 @@ static void test_stop_job_and_recovery(void)
 	CHECK(c->handover && strcmp(c->handover->reason, "job was a reload") == 0,
 	      "a stop job that was a reload says so in the record");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(x.n_sub == 2 && c->handover->n_targets == 1 && c->handover->replanned,
+	CHECK(world.n_sub == 2 && c->handover->n_targets == 1 && c->handover->replanned,
 	      "populated 0 after a stop job: flushed once more, its targets counted once");
 	job_done(id, 0);
 	removed(c);
-	advance(x.now + S);
-	CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_STOP_JOB && x.last_outcome == WBG_OUTCOME_FLUSHED,
+	advance(world.now + S);
+	CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_STOP_JOB && world.last_outcome == WBG_OUTCOME_FLUSHED,
 	      "one record for the stop, the emptying and the removal");
 	teardown();
 
@@ -413,16 +413,16 @@ static void test_stop_job_and_recovery(void)
 		uint64_t rid = 0, rid2 = 0;
 
 		CHECK(lifecycle_recover(&lc, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid &&
-			      x.n_sub == 1,
+			      world.n_sub == 1,
 		      "recovery: the recorded targets flushed again");
 		job_done(rid, 0);
-		advance(x.now + S);
-		CHECK(x.ended == 1 && x.last_trigger == WBG_TRIGGER_RECOVERED && x.last_outcome == WBG_OUTCOME_FLUSHED &&
-			      x.cleanups == 1,
+		advance(world.now + S);
+		CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_RECOVERED && world.last_outcome == WBG_OUTCOME_FLUSHED &&
+			      world.cleanups == 1,
 		      "... then the cleanup, like any removal: recovered, flushed");
-		x.recorded_targets = 0;
+		world.recorded_targets = 0;
 		(void)lifecycle_recover(&lc, 951, "k/gone", devs, bdev, 1, &rid2);
-		CHECK(x.ended == 2 && x.last_outcome == WBG_OUTCOME_NO_TARGETS && rid2 > rid,
+		CHECK(world.ended == 2 && world.last_outcome == WBG_OUTCOME_NO_TARGETS && rid2 > rid,
 		      "its filesystems gone: no-targets; ids only grow");
 	}
 	CHECK(lifecycle_recently_started(&lc, 950) && !lifecycle_recently_started(&lc, 12345),
@@ -456,14 +456,14 @@ static void test_names(void)
 	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
 	job_done(id, 0);
 	removed(ctr);
-	advance(x.now + S);
+	advance(world.now + S);
 	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "app") &&
 		      json_has("registered_id", "c1id"),
 	      "a registered container's record names its pod, namespace, container and id");
-	x.dirty = 0;
+	world.dirty = 0;
 	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(json_has("pod", "web-0") && json_has("namespace", "shop") && json_has("container", "") &&
-		      !strstr(x.last_json, "registered_id"),
+		      !strstr(world.last_json, "registered_id"),
 	      "its pod's cgroup: the pod's names from the container below it, no container");
 	teardown();
 	containers_forget(&containers, "kubepods/p1/c1");
