@@ -303,10 +303,72 @@ void removed(struct wbg_cgroup *c)
 	registry_remove(&reg, c);
 }
 
-bool json_has(const char *key, const char *value)
+void dying_wb_dirty(uint64_t cgroup_id)
 {
-	struct json_object *o = json_tokener_parse(world.last_json), *v;
-	bool ok = o && json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), value) == 0;
+	if (world.n_wb_dirty >= ELEMENTSOF(world.wb_dirty))
+		abort();
+	world.wb_dirty[world.n_wb_dirty++] = cgroup_id;
+}
+
+struct wbg_handover *watched(uint64_t id, const char *path)
+{
+	struct wbg_cgroup *c = cgroup(id, path);
+	struct wbg_handover *h;
+
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	removed(c);
+	return h;
+}
+
+bool world_recorded(unsigned n, enum wbg_outcome outcome)
+{
+	return world.ended == n && world.last_outcome == outcome;
+}
+
+/* The last record's field key, of type type, or NULL; *root is the parsed
+ * record, for the caller to put. */
+static struct json_object *record_field(const char *key, enum json_type type, struct json_object **root)
+{
+	struct json_object *v;
+
+	*root = json_tokener_parse(world.last_json);
+	if (!*root || !json_object_object_get_ex(*root, key, &v) || !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+bool world_json_has(const char *key)
+{
+	struct json_object *o = json_tokener_parse(world.last_json);
+	bool ok = o && json_object_object_get_ex(o, key, NULL);
+
+	json_object_put(o);
+	return ok;
+}
+
+int world_json_bool(const char *key)
+{
+	struct json_object *o, *v = record_field(key, json_type_boolean, &o);
+	int r = v ? json_object_get_boolean(v) : -1;
+
+	json_object_put(o);
+	return r;
+}
+
+int64_t world_json_int(const char *key)
+{
+	struct json_object *o, *v = record_field(key, json_type_int, &o);
+	int64_t r = v ? json_object_get_int64(v) : -1;
+
+	json_object_put(o);
+	return r;
+}
+
+bool world_json_string_is(const char *key, const char *value)
+{
+	struct json_object *o, *v = record_field(key, json_type_string, &o);
+	bool ok = v && strcmp(json_object_get_string(v), value) == 0;
 
 	json_object_put(o);
 	return ok;

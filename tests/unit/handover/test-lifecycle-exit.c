@@ -41,24 +41,28 @@ static void test_flush_then_removal(void)
 	c = cgroup(800, "k/exit");
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
-	CHECK(h && h->phase == WBG_PHASE_FLUSHING && world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT &&
-		      world.last_plan_inodes,
-	      "populated 0: its own inodes planned and submitted as the exit recipe, before any removal");
-	CHECK(lc.stats.exit_flushes == 1 && lc.stats.exit_targets_inodes == 1 && lc.stats.exit_targets_syncfs == 0,
-	      "counted: one exit flush, one filesystem by its inodes");
+	CHECK(h && h->phase == WBG_PHASE_FLUSHING, "populated 0: flushing before any removal");
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT, "populated 0: submitted as the exit recipe");
+	CHECK(world.last_plan_inodes, "populated 0: its own inodes planned");
+	CHECK(lc.stats.exit_flushes == 1, "counted: one exit flush");
+	CHECK(lc.stats.exit_targets_inodes == 1 && lc.stats.exit_targets_syncfs == 0,
+	      "counted: one filesystem by its inodes, none by syncfs");
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && world.ended == 0 && world.armed == 0,
-	      "flushed while the cgroup exists: it awaits its removal, nothing armed yet");
+	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && world.ended == 0,
+	      "flushed while the cgroup exists: it awaits its removal");
+	CHECK(world.armed == 0, "flushed while the cgroup exists: nothing armed yet");
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 800) && world.armed == 1 && !world.last_arm_stall_only &&
-		      world.n_sub == 1,
-	      "its removal: on the cleanup batch and watched, BPF armed for either sign, nothing written again");
+	CHECK(h->phase == WBG_PHASE_CLEANUP, "its removal: on the cleanup batch");
+	CHECK(lifecycle_watching(&lc, 800), "its removal: watched");
+	CHECK(world.armed == 1 && !world.last_arm_stall_only, "its removal: BPF armed for either sign");
+	CHECK(world.n_sub == 1, "its removal: nothing written again");
 	advance(world.now + 2 * S);
-	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && json_has("recipe", "exit") &&
-		      strstr(world.last_json, "\"cleanup_rerun\":true") && strstr(world.last_json, "\"flushed_before_rmdir\":true") &&
-		      lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1 && !lifecycle_watching(&lc, 800),
-	      "cleaned up and verified clean: recorded flushed before its rmdir, by the exit recipe; the watch ended "
-	      "as flushed, not drained");
+	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "cleaned up and verified clean: recorded flushed");
+	CHECK(world_json_string_is("recipe", "exit"), "the record names the exit recipe");
+	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
+	CHECK(world_json_bool("flushed_before_rmdir") == 1, "the record says it was flushed before its rmdir");
+	CHECK(lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1, "the watch ended as flushed, not drained");
+	CHECK(!lifecycle_watching(&lc, 800), "the watch is over");
 	teardown();
 }
 
@@ -74,17 +78,17 @@ static void test_missed(void)
 	setup_exit();
 	h = exited(810, "k/missed");
 	id = h->id;
-	CHECK(lifecycle_evidence(&lc, 810, NULL, &owner) == 0 && h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2 &&
-		      world.sub[1].purpose == FLUSH_FOR_EVIDENCE,
-	      "evidence after the exit flush: its inodes flushed again at once, evidence mode");
-	world.wb_dirty[world.n_wb_dirty++] = 810;
+	CHECK(lifecycle_evidence(&lc, 810, NULL, &owner) == 0, "evidence after the exit flush is taken");
+	CHECK(h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2, "evidence after the exit flush: its inodes flushed again at once");
+	CHECK(world.sub[1].purpose == FLUSH_FOR_EVIDENCE, "evidence after the exit flush: in evidence mode");
+	dying_wb_dirty(810);
 	job_done(id, 0);
 	advance(world.now + S / 2);
 	CHECK(h->phase == WBG_PHASE_WATCHED && world.ended == 0, "its dying wb still dirty after that: watched again");
 	world.n_wb_dirty = 0;
 	advance(world.now + 3 * S);
-	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"evidence\":1"),
-	      "drained: cleaned up, recorded flushed with its evidence");
+	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "drained: cleaned up, recorded flushed");
+	CHECK(world_json_int("evidence") == 1, "the record counts its evidence");
 	teardown();
 
 	/* the runtime removed it while the exit flush ran */
@@ -93,16 +97,17 @@ static void test_missed(void)
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	h = c->handover;
 	removed(c);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&lc, 820) && lifecycle_cgroup_active(&lc, 820) &&
-		      world.forgotten == 0,
-	      "removed while its exit flush runs: the flush ends first, and what it dirtied is kept for the evidence");
+	CHECK(h->phase == WBG_PHASE_FLUSHING && !lifecycle_watching(&lc, 820),
+	      "removed while its exit flush runs: the flush ends first, not watched yet");
+	CHECK(lifecycle_cgroup_active(&lc, 820), "removed while its exit flush runs: its handover still active");
+	CHECK(world.forgotten == 0, "removed while its exit flush runs: what it dirtied is kept for the evidence");
 	world.now += 10 * MS;
 	job_done(id, 0);
-	CHECK(h->phase == WBG_PHASE_CLEANUP && lifecycle_watching(&lc, 820) && world.armed == 1,
-	      "its end: cleaned up and watched");
+	CHECK(h->phase == WBG_PHASE_CLEANUP, "its flush's end: cleaned up");
+	CHECK(lifecycle_watching(&lc, 820) && world.armed == 1, "its flush's end: watched, armed");
 	advance(world.now + 2 * S);
-	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && strstr(world.last_json, "\"flushed_before_rmdir\":false"),
-	      "recorded flushed, after its rmdir");
+	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "recorded flushed");
+	CHECK(world_json_bool("flushed_before_rmdir") == 0, "the record says it was flushed after its rmdir");
 	teardown();
 }
 
@@ -119,16 +124,18 @@ static void test_still_dirty(void)
 	setup_exit();
 	h = exited(870, "k/still-dirty");
 	id = h->id;
-	world.wb_dirty[world.n_wb_dirty++] = 870;
+	dying_wb_dirty(870);
 	advance(world.now + S / 2);
-	CHECK(h->phase == WBG_PHASE_WATCHED && world.armed == 2 && !world.last_arm_stall_only,
-	      "dirty at the check: watched, armed for either sign (no flush of ours since the exit recipe's)");
-	CHECK(lifecycle_evidence(&lc, 870, NULL, &owner) == 0 && world.n_sub == 2 && world.sub[1].purpose == FLUSH_FOR_EVIDENCE,
+	CHECK(h->phase == WBG_PHASE_WATCHED, "dirty at the check: watched");
+	CHECK(world.armed == 2 && !world.last_arm_stall_only,
+	      "dirty at the check: armed for either sign (no flush of ours since the exit recipe's)");
+	CHECK(lifecycle_evidence(&lc, 870, NULL, &owner) == 0, "the replacement's first dirtying is evidence");
+	CHECK(world.n_sub == 2 && world.sub[1].purpose == FLUSH_FOR_EVIDENCE,
 	      "the replacement's first dirtying: its inodes flushed at once");
 	job_done(id, 0);
 	advance(world.now + S / 2);
-	CHECK(h->phase == WBG_PHASE_WATCHED && world.last_arm_stall_only,
-	      "still dirty after that flush: re-armed for the stall only");
+	CHECK(h->phase == WBG_PHASE_WATCHED, "still dirty after that flush: watched again");
+	CHECK(world.last_arm_stall_only, "still dirty after that flush: re-armed for the stall only");
 	teardown();
 }
 
@@ -141,12 +148,13 @@ static void test_bounds(void)
 	setup_exit();
 	lc.params.watch.max = 0;
 	h = exited(830, "k/full");
-	CHECK(h->phase == WBG_PHASE_CLEANUP && !lifecycle_watching(&lc, 830) && lc.watch_share.refused[WBG_SHARE_FULL] == 1 &&
-		      world.n_sub == 1,
-	      "watch_max reached: not watched (counted), on the cleanup batch, nothing written again");
+	CHECK(!lifecycle_watching(&lc, 830), "watch_max reached: not watched");
+	CHECK(lc.watch_share.refused[WBG_SHARE_FULL] == 1, "watch_max reached: the refusal counted");
+	CHECK(h->phase == WBG_PHASE_CLEANUP, "watch_max reached: on the cleanup batch");
+	CHECK(world.n_sub == 1, "watch_max reached: nothing written again");
 	advance(world.now + 2 * S);
-	CHECK(world.ended == 1 && world.last_outcome == WBG_OUTCOME_FLUSHED && world.forgotten == 1,
-	      "then verified and recorded flushed; what it dirtied forgotten at the end");
+	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "then verified and recorded flushed");
+	CHECK(world.forgotten == 1, "what it dirtied forgotten at the end");
 	teardown();
 
 	/* no complete inode set: the counted fallback */
@@ -154,17 +162,20 @@ static void test_bounds(void)
 	world.plan_uses_inodes = false;
 	c = cgroup(840, "k/incomplete");
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT && lc.stats.exit_targets_syncfs == 1 &&
-		      lc.stats.exit_targets_inodes == 0,
-	      "an incomplete inode set: the filesystem submitted (the pool's syncfs), counted as the fallback");
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT,
+	      "an incomplete inode set: the filesystem submitted (the pool's syncfs)");
+	CHECK(lc.stats.exit_targets_syncfs == 1 && lc.stats.exit_targets_inodes == 0,
+	      "an incomplete inode set: counted as the fallback");
 	teardown();
 
 	/* an explicit request is what it was */
 	setup_exit();
 	c = cgroup(850, "k/api");
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 60 * S, &world.calls[0]) >= 0 && world.n_sub == 1 &&
-		      world.sub[0].purpose == FLUSH_FOR_HANDOVER && !world.last_plan_inodes && lc.stats.exit_flushes == 0,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 60 * S, &world.calls[0]) >= 0 && world.n_sub == 1,
+	      "an API flush in exit mode: flushed");
+	CHECK(world.sub[0].purpose == FLUSH_FOR_HANDOVER && !world.last_plan_inodes,
 	      "an API flush in exit mode: all of its data, as before");
+	CHECK(lc.stats.exit_flushes == 0, "an API flush in exit mode: no exit flush counted");
 	teardown();
 }
 
@@ -182,8 +193,9 @@ static void test_stop_job(void)
 	h = c->handover;
 	world.last_plan_inodes = false;
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	CHECK(h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2 && world.sub[1].purpose == FLUSH_FOR_EXIT && world.last_plan_inodes,
-	      "populated 0 after the stop job: its own inodes again, the exit recipe");
+	CHECK(h->phase == WBG_PHASE_FLUSHING && world.n_sub == 2, "populated 0 after the stop job: flushed again");
+	CHECK(world.sub[1].purpose == FLUSH_FOR_EXIT, "populated 0 after the stop job: the exit recipe");
+	CHECK(world.last_plan_inodes, "populated 0 after the stop job: its own inodes");
 	job_done(id, 0);
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL, "both flushes ended: it awaits its removal");
@@ -192,15 +204,4 @@ static void test_stop_job(void)
 	teardown();
 }
 
-int main(void)
-{
-	if (world_open() < 0)
-		return 1;
-	test_flush_then_removal();
-	test_missed();
-	test_still_dirty();
-	test_bounds();
-	test_stop_job();
-	world_close();
-	return tap_done();
-}
+WORLD_MAIN(test_flush_then_removal, test_missed, test_still_dirty, test_bounds, test_stop_job)
