@@ -69,7 +69,8 @@ struct world {
 };
 
 
-extern struct world x;
+/* The one world of a test binary: setup() resets it for each test. */
+extern struct world world;
 extern const struct wbg_lifecycle_world ops;
 extern struct wbg_registry reg;
 extern struct wbg_containers containers;
@@ -87,9 +88,39 @@ void job_done_waiter(uint64_t waiter, int result);
 /* The timer fires at every deadline up to t. */
 void advance(uint64_t t);
 void removed(struct wbg_cgroup *c);
-bool json_has(const char *key, const char *value);
-/* A call's index in x.calls. */
+/* The cgroup's dying wb keeps dirty pages: wb_stats lists it, until the
+ * test empties world.n_wb_dirty. */
+void dying_wb_dirty(uint64_t cgroup_id);
+/* A cgroup emptied and removed (dirty, on-evidence: watched): its handover. */
+struct wbg_handover *watched(uint64_t id, const char *path);
+/* n handovers recorded so far, the last with this outcome. */
+bool world_recorded(unsigned n, enum wbg_outcome outcome);
+/* The last handover's record (world.last_json), read as its readers read
+ * JSON: parsed, one top-level field at a time, so that a check names one
+ * field and cannot match another field's text. */
+bool world_json_has(const char *key);
+/* 1 or 0; -1 when the field is absent or no boolean. */
+int world_json_bool(const char *key);
+/* Its value; -1 when absent or no integer (the record's are counts). */
+int64_t world_json_int(const char *key);
+/* The field is a string, and this one. */
+bool world_json_string_is(const char *key, const char *value);
+/* A call's index in world.calls. */
 int call_index(void *call);
 /* The state dir and the container table, once per test binary. */
 int world_open(void);
 void world_close(void);
+
+/* A lifecycle test binary's main: the world opened once, each test run in
+ * turn (each sets up and tears down its own), then TAP's plan. */
+#define WORLD_MAIN(...)                                                         \
+	int main(void)                                                          \
+	{                                                                       \
+		void (*const tests_[])(void) = { __VA_ARGS__ };                 \
+		if (world_open() < 0)                                           \
+			return 1;                                               \
+		for (size_t i_ = 0; i_ < ELEMENTSOF(tests_); i_++)              \
+			tests_[i_]();                                           \
+		world_close();                                                  \
+		return tap_done();                                              \
+	}

@@ -8,16 +8,16 @@
 
 #include "lifecycle-world.h"
 
-struct world x;
+struct world world;
 
 static uint64_t f_now(void *u)
 {
-	return x.now;
+	return world.now;
 }
 
 static void f_schedule(void *u, uint64_t usec)
 {
-	x.scheduled = usec;
+	world.scheduled = usec;
 }
 
 static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
@@ -27,19 +27,19 @@ static int add_targets(struct wbg_plan *p, unsigned n, const char *source)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
 		p->t[p->n++] = (struct wbg_plan_target){ .dev = makedev(253, i), .kind = FLUSH_FS, .fstype = "ext4",
-							 .mount = "/mnt", .use_inodes = x.plan_uses_inodes };
+							 .mount = "/mnt", .use_inodes = world.plan_uses_inodes };
 	p->source = source;
 	return 0;
 }
 
 static int f_plan(void *u, uint64_t id, const struct wbg_cgroup *c, bool inodes, struct wbg_plan *ret)
 {
-	x.last_plan_inodes = inodes;
-	*ret = (struct wbg_plan){ .own_set_missing = x.own_set_missing, .set_maybe_evicted = x.set_maybe_evicted,
-				  .n_excluded = x.n_excluded };
-	if (x.plan_result < 0)
-		return x.plan_result;
-	return add_targets(ret, x.plan_targets, "bpf");
+	world.last_plan_inodes = inodes;
+	*ret = (struct wbg_plan){ .own_set_missing = world.own_set_missing, .set_maybe_evicted = world.set_maybe_evicted,
+				  .n_excluded = world.n_excluded };
+	if (world.plan_result < 0)
+		return world.plan_result;
+	return add_targets(ret, world.plan_targets, "bpf");
 }
 
 static int f_plan_mounts(void *u, struct wbg_plan *ret)
@@ -47,47 +47,47 @@ static int f_plan_mounts(void *u, struct wbg_plan *ret)
 	free(ret->t);
 	ret->t = NULL;
 	ret->n = 0;
-	return add_targets(ret, x.mount_targets, "mounts");
+	return add_targets(ret, world.mount_targets, "mounts");
 }
 
 static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
 {
 	*ret = (struct wbg_plan){ 0 };
-	return add_targets(ret, x.recorded_targets, "recorded");
+	return add_targets(ret, world.recorded_targets, "recorded");
 }
 
 static int f_submit(void *u, const struct wbg_plan_target *t, enum flush_purpose purpose, uint64_t id)
 {
-	if (x.submit_result < 0)
-		return x.submit_result;
-	x.sub[x.n_sub++ % 64] = (struct submitted){ .id = handover_waiter_id(id), .waiter = id, .purpose = purpose, .dev = t->dev, .n_inodes = t->n_inodes,
+	if (world.submit_result < 0)
+		return world.submit_result;
+	world.sub[world.n_sub++ % 64] = (struct submitted){ .id = handover_waiter_id(id), .waiter = id, .purpose = purpose, .dev = t->dev, .n_inodes = t->n_inodes,
 						    .first_ino = t->n_inodes ? t->inodes[0].ino : 0 };
 	return 0;
 }
 
 static void f_timed_out(void *u)
 {
-	x.timed_out++;
+	world.timed_out++;
 }
 
 static int f_read_dirty(void *u, const char *path, uint64_t *d, uint64_t *w)
 {
-	if (x.dirty_result < 0)
-		return x.dirty_result;
-	*d = x.dirty;
-	*w = x.writeback;
+	if (world.dirty_result < 0)
+		return world.dirty_result;
+	*d = world.dirty;
+	*w = world.writeback;
 	return 0;
 }
 
 static bool f_has_children(void *u, const char *path)
 {
-	return x.children;
+	return world.children;
 }
 
 static int f_cleanup(void *u)
 {
-	x.cleanups++;
-	return x.cleanup_result;
+	world.cleanups++;
+	return world.cleanup_result;
 }
 
 static int cmp(const void *a, const void *b)
@@ -99,80 +99,80 @@ static int cmp(const void *a, const void *b)
 
 static int f_dirty_cgroups(void *u, uint64_t **ret, size_t *ret_n)
 {
-	if (x.no_wbstats)
+	if (world.no_wbstats)
 		return -ENOENT;
-	*ret = calloc(x.n_wb_dirty + 1, sizeof(uint64_t));
+	*ret = calloc(world.n_wb_dirty + 1, sizeof(uint64_t));
 	if (!*ret)
 		return -ENOMEM;
-	memcpy(*ret, x.wb_dirty, x.n_wb_dirty * sizeof(uint64_t));
-	qsort(*ret, x.n_wb_dirty, sizeof(uint64_t), cmp);
-	*ret_n = x.n_wb_dirty;
+	memcpy(*ret, world.wb_dirty, world.n_wb_dirty * sizeof(uint64_t));
+	qsort(*ret, world.n_wb_dirty, sizeof(uint64_t), cmp);
+	*ret_n = world.n_wb_dirty;
 	return 0;
 }
 
 static int f_arm(void *u, uint64_t id, bool stall_only)
 {
-	x.armed++;
-	x.last_armed = id;
-	x.last_arm_stall_only = stall_only;
+	world.armed++;
+	world.last_armed = id;
+	world.last_arm_stall_only = stall_only;
 	return 0;
 }
 
 static void f_disarm(void *u, uint64_t id)
 {
-	x.disarmed++;
+	world.disarmed++;
 }
 
 static void f_forget(void *u, uint64_t id)
 {
-	x.forgotten++;
+	world.forgotten++;
 }
 
 static int f_pending_save(void *u, const struct wbg_handover *h, const struct wbg_plan *p)
 {
-	x.pending_saves++;
+	world.pending_saves++;
 	return 0;
 }
 
 static void f_pending_drop(void *u, uint64_t id)
 {
-	x.pending_drops++;
+	world.pending_drops++;
 }
 
 static void f_ended(void *u, const struct wbg_handover *h, const char *json)
 {
-	x.ended++;
-	x.last_h = h;
-	x.last_outcome = h->outcome;
-	x.last_trigger = h->trigger;
-	x.last_reason = h->reason;
-	x.last_not_own = h->not_own;
-	snprintf(x.last_json, sizeof(x.last_json), "%s", json);
+	world.ended++;
+	world.last_h = h;
+	world.last_outcome = h->outcome;
+	world.last_trigger = h->trigger;
+	world.last_reason = h->reason;
+	world.last_not_own = h->not_own;
+	snprintf(world.last_json, sizeof(world.last_json), "%s", json);
 }
 
 int call_index(void *call)
 {
-	return (int)((int *)call - x.calls);
+	return (int)((int *)call - world.calls);
 }
 
 static void f_reply(void *u, void *call, uint64_t id, const char *outcome, const char *reason)
 {
 	int i = call_index(call);
 
-	x.replies[i]++;
-	x.reply_id[i] = id;
-	snprintf(x.reply_outcome[i], sizeof(x.reply_outcome[i]), "%s", outcome);
+	world.replies[i]++;
+	world.reply_id[i] = id;
+	snprintf(world.reply_outcome[i], sizeof(world.reply_outcome[i]), "%s", outcome);
 }
 
 static void *f_call_ref(void *u, void *call)
 {
-	x.refs[call_index(call)]++;
+	world.refs[call_index(call)]++;
 	return call;
 }
 
 static void f_call_unref(void *u, void *call)
 {
-	x.refs[call_index(call)]--;
+	world.refs[call_index(call)]--;
 }
 
 static const struct wbg_clock_ops clock_ops = {
@@ -222,12 +222,12 @@ char dir[] = "/tmp/wbg-handovers-XXXXXX";
 
 void reset_world(void)
 {
-	memset(&x, 0, sizeof(x));
-	x.now = 1000 * S;
-	x.plan_targets = 1;
-	x.mount_targets = 2;
-	x.recorded_targets = 1;
-	x.dirty = 4096;
+	memset(&world, 0, sizeof(world));
+	world.now = 1000 * S;
+	world.plan_targets = 1;
+	world.mount_targets = 2;
+	world.recorded_targets = 1;
+	world.dirty = 4096;
 }
 
 void setup(bool on_evidence)
@@ -277,7 +277,7 @@ void job_done_waiter(uint64_t waiter, int result)
 	if (!j || flush_job_add_waiter(j, waiter) < 0)
 		abort();
 	j->result = result;
-	j->started_usec = x.now;
+	j->started_usec = world.now;
 	j->device_bytes = 4096;
 	lifecycle_job_done(&lc, j);
 	flush_job_free(j);
@@ -285,15 +285,15 @@ void job_done_waiter(uint64_t waiter, int result)
 
 void advance(uint64_t t)
 {
-	while (x.scheduled && x.scheduled <= t) {
+	while (world.scheduled && world.scheduled <= t) {
 		/* a timer asked for a time already past fires now, as sd-event's
 		 * do: the clock never goes back */
-		if (x.scheduled > x.now)
-			x.now = x.scheduled;
-		x.scheduled = 0;
+		if (world.scheduled > world.now)
+			world.now = world.scheduled;
+		world.scheduled = 0;
 		lifecycle_tick(&lc);
 	}
-	x.now = t;
+	world.now = t;
 }
 
 void removed(struct wbg_cgroup *c)
@@ -303,10 +303,72 @@ void removed(struct wbg_cgroup *c)
 	registry_remove(&reg, c);
 }
 
-bool json_has(const char *key, const char *value)
+void dying_wb_dirty(uint64_t cgroup_id)
 {
-	struct json_object *o = json_tokener_parse(x.last_json), *v;
-	bool ok = o && json_object_object_get_ex(o, key, &v) && strcmp(json_object_get_string(v), value) == 0;
+	if (world.n_wb_dirty >= ELEMENTSOF(world.wb_dirty))
+		abort();
+	world.wb_dirty[world.n_wb_dirty++] = cgroup_id;
+}
+
+struct wbg_handover *watched(uint64_t id, const char *path)
+{
+	struct wbg_cgroup *c = cgroup(id, path);
+	struct wbg_handover *h;
+
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	h = c->handover;
+	removed(c);
+	return h;
+}
+
+bool world_recorded(unsigned n, enum wbg_outcome outcome)
+{
+	return world.ended == n && world.last_outcome == outcome;
+}
+
+/* The last record's field key, of type type, or NULL; *root is the parsed
+ * record, for the caller to put. */
+static struct json_object *record_field(const char *key, enum json_type type, struct json_object **root)
+{
+	struct json_object *v;
+
+	*root = json_tokener_parse(world.last_json);
+	if (!*root || !json_object_object_get_ex(*root, key, &v) || !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+bool world_json_has(const char *key)
+{
+	struct json_object *o = json_tokener_parse(world.last_json);
+	bool ok = o && json_object_object_get_ex(o, key, NULL);
+
+	json_object_put(o);
+	return ok;
+}
+
+int world_json_bool(const char *key)
+{
+	struct json_object *o, *v = record_field(key, json_type_boolean, &o);
+	int r = v ? json_object_get_boolean(v) : -1;
+
+	json_object_put(o);
+	return r;
+}
+
+int64_t world_json_int(const char *key)
+{
+	struct json_object *o, *v = record_field(key, json_type_int, &o);
+	int64_t r = v ? json_object_get_int64(v) : -1;
+
+	json_object_put(o);
+	return r;
+}
+
+bool world_json_string_is(const char *key, const char *value)
+{
+	struct json_object *o, *v = record_field(key, json_type_string, &o);
+	bool ok = v && strcmp(json_object_get_string(v), value) == 0;
 
 	json_object_put(o);
 	return ok;

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The handover lifecycle (lifecycle.h) against a pretend world: a clock
+ * the test moves, a pool whose jobs end when the test says, memory.stat
+ * and wb_stats as the test sets them, and the records, replies and state
+ * dir calls it sees. Each check is one behaviour; the record is read as
+ * JSON, field by field. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "lifecycle-world.h"
+#include "tap.h"
+
+static void test_eager(void)
+{
+	struct wbg_cgroup *a, *b;
+	uint64_t ida;
+
+	setup(false);
+	a = cgroup(100, "kubepods/a");
+	b = cgroup(101, "kubepods/b");
+	ida = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
+	CHECK(ida > 0, "eager: populated 0 with dirty data starts a handover");
+	CHECK(world.n_sub == 1 && world.sub[0].id == ida, "eager: its plan is submitted at once");
+	CHECK(world.sub[0].purpose == FLUSH_FOR_HANDOVER, "eager: as a handover's flush");
+	CHECK(world.pending_saves == 1, "eager: its pending record is saved while the flush runs");
+	CHECK(lc.n_active == 1, "eager: the handover is active while the flush runs");
+	CHECK(world.scheduled == world.now + 30 * S, "eager: the one timer is due at its flush timeout");
+	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
+	job_done(ida, 0);
+	CHECK(world.ended == 0, "eager: flushed before its removal: nothing recorded yet");
+	CHECK(a->handover != NULL, "eager: flushed before its removal: the handover waits for the rmdir");
+	removed(a);
+	job_done(ida + 1, 0); /* b's */
+	removed(b);
+	CHECK(world.scheduled == world.now + WBG_CLEANUP_BATCH_USEC, "removals gather for one cleanup batch");
+	advance(world.now + WBG_CLEANUP_BATCH_USEC);
+	CHECK(world.cleanups == 1, "two removals in one batch: one scratch cycle");
+	CHECK(world.ended == 0, "the dying-wb check waits for the kernel's cleanup work");
+	advance(world.now + WBG_VERIFY_DELAY_USEC);
+	CHECK(world.ended == 2, "both recorded after the check");
+	CHECK(world.last_outcome == WBG_OUTCOME_FLUSHED, "both recorded flushed");
+	CHECK(world_json_string_is("trigger", "populated-0"), "the record names its trigger");
+	CHECK(world_json_string_is("outcome", "flushed"), "the record names its outcome");
+	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
+	CHECK(world_json_bool("dying_wb_clean") == 1, "the record says the dying wb was clean");
+	CHECK(world_json_bool("flushed_before_rmdir") == 1, "the record says it was flushed before its rmdir");
+	CHECK(world.pending_drops == 2, "ended: the pending records are dropped");
+	CHECK(lc.n_active == 0, "ended: nothing active");
+	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2, "counted by trigger and outcome");
+	CHECK(lc.stats.cleanup_cycles == 1, "the scratch cycle is counted");
+	CHECK(lc.stats.flushed_device_bytes == 2 * 4096, "the flushes' device bytes are counted");
+	CHECK(lc.reaction.count == 2, "the reaction time is observed once per handover");
+	CHECK(lc.flush_duration.count == 2, "the flush duration is observed once per handover");
+	teardown();
+}
+
+static void test_dying_still_dirty(void)
+{
+	struct wbg_cgroup *a;
+	uint64_t id;
+
+	setup(false);
+	a = cgroup(200, "k/a");
+	id = lifecycle_event(&lc, a, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(a);
+	dying_wb_dirty(200);
+	advance(world.now + S);
+	CHECK(world.ended == 1, "a dying wb still dirty after the handover: it ends all the same");
+	CHECK(world_json_bool("dying_wb_clean") == 0, "... its record says the dying wb was not clean");
+	CHECK(lc.stats.verify_dirty == 1, "... and it is counted");
+	teardown();
+}
+
+static void test_early_ends(void)
+{
+	struct wbg_cgroup *c;
+
+	setup(false);
+	c = cgroup(300, "k/clean");
+	world.dirty = 0;
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(1, WBG_OUTCOME_CLEAN), "nothing dirty: recorded clean at once");
+	CHECK(world.n_sub == 0, "nothing dirty: no flush");
+	CHECK(c->settled, "nothing dirty: the cgroup is settled");
+	removed(c);
+	CHECK(world.ended == 1, "a settled cgroup's removal is no second record");
+
+	world.dirty = 4096;
+	world.children = true;
+	c = cgroup(301, "k/pod");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(2, WBG_OUTCOME_CHILDREN), "a parent with child cgroups: children");
+	world.children = false;
+
+	lifecycle_set_mitigating(&lc, false);
+	c = cgroup(302, "k/off");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(3, WBG_OUTCOME_DISABLED), "mitigation off: disabled");
+	CHECK(strcmp(world.last_reason, "mitigation off") == 0, "mitigation off: the reason says so");
+	c->populated = true;
+	c->settled = false;
+	world.calls[0] = 0;
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[0]) == 1,
+	      "mitigation off: an API request is taken all the same");
+	CHECK(world.n_sub == 1, "mitigation off: ... and flushes");
+	lifecycle_set_mitigating(&lc, true);
+	teardown();
+
+	setup(false);
+	lc.params.flush = false;
+	c = cgroup(303, "k/noflush");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(1, WBG_OUTCOME_DISABLED), "[flush] enable = no: disabled");
+	CHECK(world.n_sub == 0, "[flush] enable = no: nothing flushed");
+	teardown();
+
+	setup(false);
+	world.plan_result = -ENOMEM;
+	c = cgroup(304, "k/badplan");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(1, WBG_OUTCOME_FAILED), "a plan that fails: failed");
+	CHECK(strcmp(world.last_reason, "planning failed") == 0, "a plan that fails: the reason says so");
+	teardown();
+}
+
+/* Nothing dirty of its own in the plan, for each reason the plan gives. */
+static void setup_empty_plan(bool own_set_missing)
+{
+	setup(false);
+	world.plan_targets = 0;
+	world.own_set_missing = own_set_missing;
+}
+
+static void test_empty_plans(void)
+{
+	struct wbg_cgroup *pod, *ctr;
+	uint64_t id;
+
+	/* the CRI layout: the container's cgroup removed just before the pod's */
+	setup(false);
+	pod = cgroup(400, "kubepods/pod1");
+	ctr = cgroup(401, "kubepods/pod1/ctr");
+	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(ctr);
+	world.plan_targets = 0;
+	world.own_set_missing = true;
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.last_outcome == WBG_OUTCOME_CHILDREN && world.last_trigger == WBG_TRIGGER_POPULATED_0,
+	      "a pod cgroup whose container was just removed, dirtied nothing itself: children");
+	CHECK(strstr(world.last_reason, "removed child cgroups") != NULL, "... the reason names the removed children");
+	teardown();
+
+	setup_empty_plan(true);
+	world.set_maybe_evicted = true;
+	pod = cgroup(410, "kubepods/evicted");
+	id = lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.n_sub == 2, "its BPF set maybe evicted: every filesystem flushed");
+	CHECK(lc.stats.plans_set_evicted == 1, "its BPF set maybe evicted: counted");
+	job_done(id, 0);
+	job_done(id, 0); /* one job per filesystem */
+	removed(pod);
+	advance(world.now + S);
+	CHECK(world.last_outcome == WBG_OUTCOME_FLUSHED, "... flushed from the mount table");
+	CHECK(world_json_string_is("plan", "mounts (bpf set evicted)"), "... and the record says why");
+	teardown();
+
+	setup_empty_plan(false);
+	world.n_excluded = 1;
+	pod = cgroup(420, "k/nfs");
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.last_outcome == WBG_OUTCOME_NO_TARGETS, "only excluded filesystems: no-targets");
+	CHECK(world.last_not_own, "only excluded filesystems: not its own, no boost");
+	CHECK(strstr(world.last_reason, "exclude_fstypes") != NULL, "only excluded filesystems: the reason names the key");
+	teardown();
+
+	setup_empty_plan(true);
+	pod = cgroup(430, "k/notown");
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.last_outcome == WBG_OUTCOME_NO_TARGETS,
+	      "dirty pages charged to it that are not its own writes: no-targets");
+	CHECK(world.last_not_own, "dirty pages charged to it that are not its own writes: no boost");
+	removed(pod);
+	CHECK(world.ended == 1, "... and its removal is no second record");
+	teardown();
+
+	setup_empty_plan(false);
+	world.dirty_result = -ENOENT; /* gone before its populated 0 was read */
+	pod = cgroup(440, "k/quick");
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	removed(pod);
+	CHECK(world.ended == 1, "a cgroup gone at once: one record, not one per event");
+	CHECK(world.last_outcome == WBG_OUTCOME_CLEAN, "a cgroup gone at once, nothing recorded of it: clean");
+	teardown();
+}
+
+static void test_timeout(void)
+{
+	struct wbg_cgroup *c;
+	uint64_t id;
+
+	setup(false);
+	c = cgroup(500, "k/hung");
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	advance(world.now + 29 * S);
+	CHECK(world.timed_out == 0, "no timeout before timeout_sec");
+	advance(world.now + 2 * S);
+	CHECK(c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT, "at timeout_sec: timed out");
+	CHECK(world.timed_out == 1, "at timeout_sec: the pool told to replace stuck workers");
+	job_done(id, 0);
+	CHECK(c->handover && c->handover->outcome == WBG_OUTCOME_TIMEOUT, "a job that comes back late changes nothing");
+	removed(c);
+	advance(world.now + S);
+	CHECK(world_recorded(1, WBG_OUTCOME_TIMEOUT), "recorded as timeout");
+	CHECK(strcmp(world.last_reason, "flush timeout") == 0, "recorded with its reason");
+	teardown();
+
+	setup(false);
+	world.submit_result = -EBUSY;
+	c = cgroup(501, "k/busy");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_recorded(1, WBG_OUTCOME_FAILED),
+	      "a target that takes no more flushes: failed at once");
+	CHECK(!c->settled, "a target that takes no more flushes: not settled (its removal tries again)");
+	teardown();
+}
+
+static void test_on_evidence(void)
+{
+	struct wbg_cgroup *c;
+	const char *owner = NULL;
+	struct wbg_handover *h;
+
+	setup(true);
+	c = cgroup(700, "k/ev");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.n_sub == 0, "on-evidence: populated 0 flushes nothing");
+	CHECK(c->handover && c->handover->phase == WBG_PHASE_DEFERRED, "on-evidence: populated 0 defers the handover");
+	h = c->handover;
+	removed(c);
+	CHECK(h->phase == WBG_PHASE_WATCHED && lifecycle_watching(&lc, 700), "its removal: watched");
+	CHECK(world.armed == 1, "its removal: BPF armed");
+	CHECK(world.n_sub == 0, "its removal: still no I/O");
+	dying_wb_dirty(700);
+	advance(world.now + 2 * S);
+	CHECK(world.ended == 0, "its dying wb still dirty: still watched");
+	CHECK(lifecycle_evidence(&lc, 700, NULL, &owner) == 0, "evidence for the watched cgroup is taken");
+	CHECK(owner && strcmp(owner, "k/ev") == 0, "evidence: its owner is the watched cgroup");
+	CHECK(world.n_sub == 1, "evidence: flushed at once");
+	CHECK(world.sub[0].purpose == FLUSH_FOR_EVIDENCE, "evidence: in evidence mode");
+	CHECK(world.last_plan_inodes, "evidence: its own inodes planned");
+	CHECK(lifecycle_evidence(&lc, 999, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
+	world.n_wb_dirty = 0;
+	job_done(h->id, 0);
+	advance(world.now + 2 * S);
+	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "flushed, cleaned up, checked: recorded flushed");
+	CHECK(world_json_int("evidence") == 1, "the record counts its evidence");
+	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
+	CHECK(world.forgotten == 1, "its BPF set forgotten at the end");
+	CHECK(lc.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
+	teardown();
+
+	setup(true);
+	c = cgroup(710, "k/quiet");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
+	advance(world.now + 3 * S);
+	CHECK(world_recorded(1, WBG_OUTCOME_DRAINED), "a dying wb nobody touches drains by itself: drained");
+	CHECK(world.n_sub == 0, "a dying wb nobody touches: no flush at all");
+	teardown();
+
+	setup(true);
+	c = cgroup(720, "k/again");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	lifecycle_repopulated(&lc, c);
+	CHECK(world_recorded(1, WBG_OUTCOME_CLEAN), "in use again before removal: clean");
+	CHECK(!c->handover, "in use again before removal: its handover is over");
+	CHECK(world.n_sub == 0, "in use again before removal: nothing flushed");
+	teardown();
+
+	setup(true);
+	lc.params.watch.max = 0;
+	c = cgroup(730, "k/full");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
+	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_HANDOVER, "the watch table full: flushed at once, as eager");
+	teardown();
+}
+
+static void test_stop(void)
+{
+	struct wbg_cgroup *a, *b, *c;
+
+	setup(true);
+	a = cgroup(800, "k/flushing");
+	(void)lifecycle_flush_request(&lc, a, a->path, 60 * S, &world.calls[30]);
+	b = cgroup(801, "k/deferred");
+	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
+	c = cgroup(802, "k/watched");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
+	world.ended = 0;
+	lifecycle_stop(&lc);
+	CHECK(world.ended == 3, "stopping records every handover in progress");
+	CHECK(lc.n_active == 0, "stopping leaves nothing active");
+	CHECK(world.replies[30] == 1 && strcmp(world.reply_outcome[30], "pending") == 0,
+	      "stopping answers its waiting caller: pending");
+	CHECK(world.pending_drops == 0 && world.pending_saves == 3,
+	      "the interrupted flush's, the deferral's and the watch's pending records are kept for the next start");
+	CHECK(lc.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1, "the flushing (api) handover: interrupted");
+	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
+	      "the deferred and the watched: interrupted, none flushed");
+	registry_free(&reg);
+}
+
+static void test_stop_job(void)
+{
+	struct wbg_cgroup *c;
+	uint64_t id;
+
+	setup(false);
+	c = cgroup(900, "system.slice/x.service");
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_STOP_JOB);
+	job_done(id, 0);
+	lifecycle_job_type(&lc, c, "reload");
+	CHECK(c->handover && strcmp(c->handover->reason, "job was a reload") == 0,
+	      "a stop job that was a reload says so in the record");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	CHECK(world.n_sub == 2 && c->handover->replanned, "populated 0 after a stop job: flushed once more");
+	CHECK(c->handover->n_targets == 1, "populated 0 after a stop job: its targets counted once");
+	job_done(id, 0);
+	removed(c);
+	advance(world.now + S);
+	CHECK(world.ended == 1, "one record for the stop, the emptying and the removal");
+	CHECK(world.last_trigger == WBG_TRIGGER_STOP_JOB, "... its trigger the stop job");
+	CHECK(world.last_outcome == WBG_OUTCOME_FLUSHED, "... its outcome flushed");
+	teardown();
+}
+
+static void test_recovery(void)
+{
+	dev_t devs[1] = { makedev(253, 0) };
+	bool bdev[1] = { false };
+	uint64_t rid = 0, rid2 = 0;
+
+	setup(false);
+	CHECK(lifecycle_recover(&lc, 950, "(removed while not watching)", devs, bdev, 1, &rid) == 0 && rid,
+	      "recovery: a handover for the recorded cgroup");
+	CHECK(world.n_sub == 1, "recovery: the recorded targets flushed again");
+	job_done(rid, 0);
+	advance(world.now + S);
+	CHECK(world.cleanups == 1, "recovery: then the cleanup, like any removal");
+	CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_RECOVERED, "recovery: recorded as recovered");
+	CHECK(world.last_outcome == WBG_OUTCOME_FLUSHED, "recovery: flushed");
+	world.recorded_targets = 0;
+	(void)lifecycle_recover(&lc, 951, "k/gone", devs, bdev, 1, &rid2);
+	CHECK(world_recorded(2, WBG_OUTCOME_NO_TARGETS), "recovery, its filesystems gone: no-targets");
+	CHECK(rid2 > rid, "handover ids only grow");
+	CHECK(lifecycle_recently_started(&lc, 950), "a recently started cgroup is known (the rmdir ring's duplicates)");
+	CHECK(!lifecycle_recently_started(&lc, 12345), "a cgroup never started is not");
+
+	/* a storm: more handovers in progress than the ring of ended ones
+	 * holds; the first is still known */
+	for (uint64_t k = 20000; k < 21100; k++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "k/storm%d", (int)k);
+		(void)lifecycle_event(&lc, cgroup(k, p), WBG_TRIGGER_REMOVED);
+	}
+	CHECK(lc.n_active >= 1100, "a storm of removals: 1,100 handovers in progress (%zu active)", lc.n_active);
+	CHECK(lifecycle_recently_started(&lc, 20000), "a storm of removals: the first's removal is still known");
+	teardown();
+}
+
+static void test_names(void)
+{
+	const char *k[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.container.name" };
+	const char *v[] = { "web-0", "shop", "app" };
+	struct wbg_cgroup *pod, *ctr;
+	uint64_t id;
+
+	setup(false);
+	(void)containers_register(&containers, "kubepods/p1/c1", "c1id", "/b", k, v, 3);
+	ctr = cgroup(1000, "kubepods/p1/c1");
+	pod = cgroup(1001, "kubepods/p1");
+	id = lifecycle_event(&lc, ctr, WBG_TRIGGER_POPULATED_0);
+	job_done(id, 0);
+	removed(ctr);
+	advance(world.now + S);
+	CHECK(world_json_string_is("pod", "web-0"), "a registered container's record names its pod");
+	CHECK(world_json_string_is("namespace", "shop"), "a registered container's record names its namespace");
+	CHECK(world_json_string_is("container", "app"), "a registered container's record names its container");
+	CHECK(world_json_string_is("registered_id", "c1id"), "a registered container's record names its registered id");
+	world.dirty = 0;
+	(void)lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
+	CHECK(world_json_string_is("pod", "web-0"), "its pod's record: the pod's name from the container below it");
+	CHECK(world_json_string_is("namespace", "shop"), "its pod's record: the namespace from the container below it");
+	CHECK(world_json_string_is("container", ""), "its pod's record: no container");
+	CHECK(!world_json_has("registered_id"), "its pod's record: no registered id");
+	teardown();
+	containers_forget(&containers, "kubepods/p1/c1");
+}
+
+WORLD_MAIN(test_names, test_eager, test_dying_still_dirty, test_early_ends, test_empty_plans,
+	   test_timeout, test_on_evidence, test_stop, test_stop_job, test_recovery)
