@@ -167,3 +167,14 @@ const struct wbg_expiry_ops manager_expiry_ops = {
 	.read_dirty = op_read_dirty,
 	.fallback_active = op_fallback_active,
 };
+
+/* Expiry's part of the configuration: the policies, the boost. */
+struct wbg_expiry_params manager_expiry_params(const struct manager *m)
+{
+	return (struct wbg_expiry_params){
+		.rules = config_expiry_rules(&m->cfg),
+		.boost_cs = m->cfg.boost_cs,
+		.boost_window_usec = m->cfg.boost_window_usec,
+		.flush = m->cfg.flush,
+	};
+}

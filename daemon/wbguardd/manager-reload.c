@@ -80,8 +80,10 @@ int manager_reload(struct manager *m)
 	p = lifecycle_host_params(&m->cfg, m->bpf);
 	lifecycle_set_params(&m->lifecycle, &p);
 	if (m->event) {
+		struct wbg_expiry_params ep = manager_expiry_params(m);
+
 		manager_refresh_verdict(m); /* [mitigation] mode */
-		expiry_reload(&m->expiry); /* [policy] sections, [expiry] default */
+		expiry_reload(&m->expiry, &ep); /* [policy] sections, [expiry] default */
 	}
 	log_info("Reloaded %s", m->config_path);
 	return 0;

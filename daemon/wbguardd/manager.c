@@ -422,7 +422,11 @@ int manager_start(struct manager *m)
 		log_warning_errno(errno, "Cannot create %s", m->cfg.state_dir);
 	/* above every id a previous run reserved or left pending */
 	lifecycle_open_ids(&m->lifecycle, m->cfg.state_dir, pending_max_id(m->cfg.state_dir));
-	expiry_start(&m->expiry, &m->cfg, &manager_expiry_ops, m);
+	{
+		struct wbg_expiry_params ep = manager_expiry_params(m);
+
+		expiry_start(&m->expiry, &ep, m->cfg.proc_sys, m->cfg.state_dir, &manager_expiry_ops, m);
+	}
 	(void)records_open(&m->records, m->cfg.state_dir, m->cfg.records_max_bytes);
 	r = start_watch(m);
 	if (r < 0)

@@ -141,6 +141,7 @@ static inline uint64_t manager_now_usec(const struct manager *m)
 
 /* Per-pod expiry's world (manager-expiry.c). */
 extern const struct wbg_expiry_ops manager_expiry_ops;
+struct wbg_expiry_params manager_expiry_params(const struct manager *m);
 /* The handover lifecycle's world (manager-lifecycle.c). */
 struct wbg_lifecycle_world manager_lifecycle_world(struct manager *m);
 

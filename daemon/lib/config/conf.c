@@ -259,6 +259,19 @@ fail:
 	return r;
 }
 
+struct wbg_expiry_rules config_expiry_rules(const struct wbg_config *c)
+{
+	return (struct wbg_expiry_rules){
+		.policies = c->policies,
+		.n_policies = c->n_policies,
+		.mech = c->expiry_mech,
+		.default_cs = c->expiry_default_cs,
+		.min_cs = c->expiry_min_cs,
+		.max_cs = c->expiry_max_cs,
+		.per_pod_min_cs = c->expiry_per_pod_min_cs,
+	};
+}
+
 struct wbg_plan_params config_plan_params(const struct wbg_config *c)
 {
 	return (struct wbg_plan_params){

@@ -109,6 +109,8 @@ int config_parse_file(struct wbg_config *c, const char *path);
 int config_parse_string(struct wbg_config *c, const char *name, const char *text);
 /* The planner's part of [flush] (plan.h): pointers into c. */
 struct wbg_plan_params config_plan_params(const struct wbg_config *c);
+/* What expiry policies are resolved from (expiry-policy.h): pointers into c. */
+struct wbg_expiry_rules config_expiry_rules(const struct wbg_config *c);
 struct wbg_conf_key;
 /* After a reload: the keys that apply only at restart get running's values
  * back in c; changed (may be NULL) hears of each that the new file changed.

@@ -61,13 +61,13 @@ static bool in_user_manager(const char *path)
 	return at && strstr(at, ".service/") != NULL;
 }
 
-static const struct wbg_policy_rule *match_rule(const struct wbg_config *c, const char *path, const char *unit)
+static const struct wbg_policy_rule *match_rule(const struct wbg_expiry_rules *c, const char *path, const char *unit)
 {
 	/* a unit name matches only for the system manager's units; a user's
 	 * match by their path glob */
 	bool by_unit = unit && *unit && !in_user_manager(path);
 
-	for (unsigned i = 0; i < c->n_policies; i++) {
+	for (size_t i = 0; i < c->n_policies; i++) {
 		const struct wbg_policy_rule *r = &c->policies[i];
 
 		if (fnmatch(r->match, path, 0) == 0 || (by_unit && fnmatch(r->match, unit, 0) == 0))
@@ -76,11 +76,11 @@ static const struct wbg_policy_rule *match_rule(const struct wbg_config *c, cons
 	return NULL;
 }
 
-int policy_resolve(const struct wbg_config *c, const char *path, const char *unit, const char *annotation,
+int policy_resolve(const struct wbg_expiry_rules *c, const char *path, const char *unit, const char *annotation,
 		   struct wbg_policy *ret, char *err, size_t errlen)
 {
 	const struct wbg_policy_rule *rule = match_rule(c, path, unit);
-	struct wbg_policy p = { .mech = rule && rule->has_mech ? rule->mech : c->expiry_mech };
+	struct wbg_policy p = { .mech = rule && rule->has_mech ? rule->mech : c->mech };
 
 	if (errlen)
 		err[0] = 0;
@@ -91,12 +91,12 @@ int policy_resolve(const struct wbg_config *c, const char *path, const char *uni
 		if (parse_expiry(annotation, &p.expire_cs) == 0) {
 			unsigned want = p.expire_cs;
 
-			p.expire_cs = want < c->expiry_min_cs ? c->expiry_min_cs
-				      : want > c->expiry_max_cs ? c->expiry_max_cs
+			p.expire_cs = want < c->min_cs ? c->min_cs
+				      : want > c->max_cs ? c->max_cs
 								: want;
 			if (p.expire_cs != want)
 				snprintf(err, errlen, "annotation %s = '%.64s' is outside [expiry] min..max (%u..%u cs): %u cs",
-					 WBG_EXPIRY_ANNOTATION, annotation, c->expiry_min_cs, c->expiry_max_cs,
+					 WBG_EXPIRY_ANNOTATION, annotation, c->min_cs, c->max_cs,
 					 p.expire_cs);
 			snprintf(p.source, sizeof(p.source), "annotation %s", WBG_EXPIRY_ANNOTATION);
 			goto done;
@@ -110,8 +110,8 @@ int policy_resolve(const struct wbg_config *c, const char *path, const char *uni
 		snprintf(p.source, sizeof(p.source), "[policy \"%.128s\"]", rule->match);
 		goto done;
 	}
-	if (c->expiry_default_cs) {
-		p.expire_cs = c->expiry_default_cs;
+	if (c->default_cs) {
+		p.expire_cs = c->default_cs;
 		snprintf(p.source, sizeof(p.source), "[expiry] default");
 		goto done;
 	}
@@ -119,8 +119,8 @@ int policy_resolve(const struct wbg_config *c, const char *path, const char *uni
 done:
 	/* each per-pod expiry is a BPF map read and open_by_handle_at calls
 	 * on the event loop: never more often than the floor */
-	if (p.mech == WBG_EXPIRY_PER_POD && p.expire_cs < c->expiry_per_pod_min_cs)
-		p.expire_cs = c->expiry_per_pod_min_cs;
+	if (p.mech == WBG_EXPIRY_PER_POD && p.expire_cs < c->per_pod_min_cs)
+		p.expire_cs = c->per_pod_min_cs;
 	*ret = p;
 	return 1;
 }

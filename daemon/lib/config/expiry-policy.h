@@ -31,7 +31,16 @@ struct wbg_policy_rule {
 	bool allow_annotation; /* its cgroups' wbguard.io/dirty-expire is honoured */
 };
 
-struct wbg_config;
+/* What policy_resolve() reads: the [policy] sections and [expiry]'s keys
+ * (config_expiry_rules()). */
+struct wbg_expiry_rules {
+	const struct wbg_policy_rule *policies;
+	size_t n_policies;
+	enum wbg_expiry_mech mech; /* [expiry] mechanism */
+	unsigned default_cs;       /* 0: pods without a policy keep the kernel's */
+	unsigned min_cs, max_cs;   /* bounds of an annotation's value */
+	unsigned per_pod_min_cs;   /* the per-pod mechanism's floor, whatever the source */
+};
 
 struct wbg_policy {
 	unsigned expire_cs;
@@ -50,5 +59,5 @@ const char *wbg_expiry_mech_to_string(enum wbg_expiry_mech m);
  * Returns 1 with *ret filled, or 0 when no source asks for one (the kernel's
  * own expiry applies). An annotation that is invalid, not allowed, or
  * clamped is described in err (empty if none). */
-int policy_resolve(const struct wbg_config *c, const char *path, const char *unit, const char *annotation,
+int policy_resolve(const struct wbg_expiry_rules *c, const char *path, const char *unit, const char *annotation,
 		   struct wbg_policy *ret, char *err, size_t errlen);

@@ -170,13 +170,13 @@ static void release(struct wbg_expiry *e, const char *id)
 	sysctl_changed(e);
 }
 
-void expiry_start(struct wbg_expiry *e, const struct wbg_config *cfg, const struct wbg_expiry_ops *ops,
-		  void *userdata)
+void expiry_start(struct wbg_expiry *e, const struct wbg_expiry_params *p, const char *proc_sys,
+		  const char *state_dir, const struct wbg_expiry_ops *ops, void *userdata)
 {
 	int r;
 
-	*e = (struct wbg_expiry){ .cfg = cfg, .ops = ops, .userdata = userdata };
-	r = sysctl_keeper_open(&e->sysctl, cfg->proc_sys, cfg->state_dir);
+	*e = (struct wbg_expiry){ .params = *p, .ops = ops, .userdata = userdata };
+	r = sysctl_keeper_open(&e->sysctl, proc_sys, state_dir);
 	/* Without the sysctl the rest still runs: per-pod expiry needs none. */
 	e->sysctl_ok = r >= 0;
 	if (r < 0)
@@ -240,7 +240,7 @@ static void resolve_subject(struct wbg_expiry *e, struct expiry_cgroup *ec, cons
 {
 	char err[256];
 
-	if (policy_resolve(e->cfg, s->path, s->unit[0] ? s->unit : NULL, s->has_annotation ? s->annotation : NULL,
+	if (policy_resolve(&e->params.rules, s->path, s->unit[0] ? s->unit : NULL, s->has_annotation ? s->annotation : NULL,
 			   &ec->policy, err, sizeof(err)) > 0)
 		start_policy(e, ec);
 	else if (!s->container && s->runtimes_present && ec->retries++ < EXPIRY_RESOLVE_RETRIES)
@@ -357,10 +357,11 @@ static void collect(const void *node, VISIT which, void *closure)
 	c->n++;
 }
 
-void expiry_reload(struct wbg_expiry *e)
+void expiry_reload(struct wbg_expiry *e, const struct wbg_expiry_params *p)
 {
 	struct collected c = { 0 };
 
+	e->params = *p;
 	/* the entries (those with a policy, and those waiting on a retry)
 	 * first: resolving may drop one from the tree */
 	twalk_r(e->cgroups, collect, &c);
@@ -449,8 +450,8 @@ void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 	/* Interrupted: wbguardd is stopping, and stopping ends with the
 	 * admin's value and no holder (the next start redoes the flush). A
 	 * dying wb dirty again at the check is someone else's writing. */
-	if (!e->cfg->boost_cs || !e->sysctl_ok || e->ops->fallback_active(e->userdata) ||
-	    !handover_wants_boost(h, e->cfg->flush))
+	if (!e->params.boost_cs || !e->sysctl_ok || e->ops->fallback_active(e->userdata) ||
+	    !handover_wants_boost(h, e->params.flush))
 		return;
 	if (!boost_limit_take(&e->boost_limit, h->tenant, now(e))) {
 		/* logged at 1, 2, 4...: a tenant failing flushes writes a few lines */
@@ -463,11 +464,11 @@ void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h)
 	}
 	e->boosts++;
 	log_info("Handover %" PRIu64 " of %s did not end cleanly (%s): %s = %u for %" PRIu64 " s", h->id, h->path,
-		 wbg_outcome_to_string(h->outcome), WBG_SYSCTL_NAME, e->cfg->boost_cs,
-		 e->cfg->boost_window_usec / 1000000);
-	hold(e, BOOST_HOLDER, e->cfg->boost_cs);
+		 wbg_outcome_to_string(h->outcome), WBG_SYSCTL_NAME, e->params.boost_cs,
+		 e->params.boost_window_usec / 1000000);
+	hold(e, BOOST_HOLDER, e->params.boost_cs);
 	/* a later removal extends the window */
-	e->boost_due = now(e) + e->cfg->boost_window_usec;
+	e->boost_due = now(e) + e->params.boost_window_usec;
 	reschedule(e);
 }
 

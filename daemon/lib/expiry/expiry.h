@@ -25,7 +25,6 @@
 #include <stdio.h>
 
 #include "boost-limit.h"
-#include "conf.h"
 #include "expiry-policy.h"
 #include "sysctl-keeper.h"
 
@@ -69,8 +68,16 @@ struct wbg_expiry_ops {
 
 struct expiry_cgroup;
 
+/* What expiry takes from the configuration. */
+struct wbg_expiry_params {
+	struct wbg_expiry_rules rules; /* the policies ([policy], [expiry]) */
+	unsigned boost_cs;             /* [expiry] boost: the sysctl after a failed flush; 0: none */
+	uint64_t boost_window_usec;    /* ... for this long */
+	bool flush;                    /* [flush] enable: only a handover's own flush is backed by a boost */
+};
+
 struct wbg_expiry {
-	const struct wbg_config *cfg; /* the daemon's, current across reloads */
+	struct wbg_expiry_params params; /* the current configuration's (expiry_reload) */
 	const struct wbg_expiry_ops *ops;
 	void *userdata;
 
@@ -86,11 +93,11 @@ struct wbg_expiry {
 	struct boost_limit boost_limit; /* per tenant */
 };
 
-/* The sysctl keeper opened on cfg's proc_sys and state_dir (an admin's
- * value a crash left lowered is restored first). Never fails: without the
- * sysctl, per-pod expiry still runs. */
-void expiry_start(struct wbg_expiry *e, const struct wbg_config *cfg, const struct wbg_expiry_ops *ops,
-		  void *userdata);
+/* The sysctl keeper opened on proc_sys and state_dir (an admin's value a
+ * crash left lowered is restored first). Never fails: without the sysctl,
+ * per-pod expiry still runs. */
+void expiry_start(struct wbg_expiry *e, const struct wbg_expiry_params *p, const char *proc_sys,
+		  const char *state_dir, const struct wbg_expiry_ops *ops, void *userdata);
 /* At exit: the admin's sysctl back, every cgroup forgotten. */
 void expiry_stop(struct wbg_expiry *e);
 /* A cgroup got processes: resolve its policy (annotation, config, default). */
@@ -111,11 +118,11 @@ void expiry_job_done(struct wbg_expiry *e, const struct flush_job *j);
 void expiry_handover_ended(struct wbg_expiry *e, const struct wbg_handover *h);
 /* Timers that are due (ops->schedule said when). */
 void expiry_tick(struct wbg_expiry *e);
-/* After a reload (e->cfg changed in place): every known cgroup's policy
+/* After a reload, with the new configuration's p: every known cgroup's policy
  * resolved again, so a policy removed or changed releases or re-holds the
  * sysctl at once. Cgroups without a policy are not known here: a new
  * policy applies to them from their next population or registration. */
-void expiry_reload(struct wbg_expiry *e);
+void expiry_reload(struct wbg_expiry *e, const struct wbg_expiry_params *p);
 /* The sysctl now, its admin's value and its holders (Status). */
 const struct wbg_sysctl *expiry_sysctl(const struct wbg_expiry *e);
 void expiry_metrics(FILE *f, const struct wbg_expiry *e);

@@ -7,6 +7,15 @@
 #include "log.h"
 #include "tap.h"
 
+/* policy_resolve() over c's rules, as they are now */
+static int resolve(const struct wbg_config *c, const char *path, const char *unit, const char *annotation,
+		   struct wbg_policy *ret, char *err, size_t errlen)
+{
+	struct wbg_expiry_rules r = config_expiry_rules(c);
+
+	return policy_resolve(&r, path, unit, annotation, ret, err, errlen);
+}
+
 int main(void)
 {
 	struct wbg_config c;
@@ -32,7 +41,7 @@ int main(void)
 	      "negative, spaces, empty, nan, inf, huge rejected");
 
 	config_init(&c);
-	CHECK(policy_resolve(&c, "kubepods.slice/x", NULL, NULL, &p, err, sizeof(err)) == 0,
+	CHECK(resolve(&c, "kubepods.slice/x", NULL, NULL, &p, err, sizeof(err)) == 0,
 	      "no policy anywhere: the kernel's expiry");
 	CHECK(config_parse_string(&c, "t",
 				  "[policy \"kubepods.slice/*besteffort*\"]\ndirty_expire = 5s\n"
@@ -40,52 +49,52 @@ int main(void)
 				  "[policy \"kubepods.slice/*\"]\nmechanism = global\n") == 0,
 	      "policy sections parse");
 	CHECK(c.n_policies == 3, "three rules, in file order");
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, NULL, &p, err,
+	CHECK(resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, NULL, &p, err,
 			     sizeof(err)) == 1 &&
 		      p.expire_cs == 500 && p.mech == WBG_EXPIRY_PER_POD &&
 		      strcmp(p.source, "[policy \"kubepods.slice/*besteffort*\"]") == 0,
 	      "glob over the path; '*' crosses '/': %s", p.source);
-	CHECK(policy_resolve(&c, "system.slice/batch-1.service", "batch-1.service", NULL, &p, err, sizeof(err)) == 1 &&
+	CHECK(resolve(&c, "system.slice/batch-1.service", "batch-1.service", NULL, &p, err, sizeof(err)) == 1 &&
 		      p.expire_cs == 200 && p.mech == WBG_EXPIRY_GLOBAL,
 	      "glob over the unit name, with its mechanism");
-	CHECK(policy_resolve(&c, "user.slice/user-1000.slice/user@1000.service/app.slice/batch-1.service",
+	CHECK(resolve(&c, "user.slice/user-1000.slice/user@1000.service/app.slice/batch-1.service",
 			     "batch-1.service", NULL, &p, err, sizeof(err)) == 0,
 	      "a user's unit named after a system unit does not get that unit's policy");
 	/* A tenant's annotation: honoured only where the admin's policy opts
 	 * in, and never outside [expiry] min..max. */
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "2s", &p, err,
+	CHECK(resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "2s", &p, err,
 			     sizeof(err)) == 1 &&
 		      p.expire_cs == 500 && strstr(err, "ignored: no [policy] matching") &&
 		      strcmp(p.source, "[policy \"kubepods.slice/*besteffort*\"]") == 0,
 	      "an annotation no policy allows: ignored, said, the policy decides: %s", err);
-	CHECK(policy_resolve(&c, "system.slice/x", NULL, "1", &p, err, sizeof(err)) == 0 && err[0],
+	CHECK(resolve(&c, "system.slice/x", NULL, "1", &p, err, sizeof(err)) == 0 && err[0],
 	      "an annotation with no policy at all cannot set the node's expiry to 1 cs");
 	CHECK(config_parse_string(&c, "t", "[policy \"kubepods.slice/*besteffort*\"]\nallow_annotation = yes\n") == 0,
 	      "allow_annotation parses");
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "7500ms", &p, err,
+	CHECK(resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "7500ms", &p, err,
 			     sizeof(err)) == 1 &&
 		      p.expire_cs == 750 && strcmp(p.source, "annotation wbguard.io/dirty-expire") == 0 && !err[0],
 	      "an allowed annotation wins");
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "fast", &p, err,
+	CHECK(resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "fast", &p, err,
 			     sizeof(err)) == 1 &&
 		      p.expire_cs == 500 && strstr(err, "annotation wbguard.io/dirty-expire = 'fast': expected"),
 	      "a bad annotation is reported and the config decides: %s", err);
 	CHECK(config_parse_string(&c, "t", "[policy \"g/*\"]\nallow_annotation = yes\nmechanism = global\n"
 					   "[expiry]\nmin = 2s\nmax = 1m\n") == 0 &&
-		      policy_resolve(&c, "g/pod", NULL, "10ms", &p, err, sizeof(err)) == 1 && p.expire_cs == 200 &&
+		      resolve(&c, "g/pod", NULL, "10ms", &p, err, sizeof(err)) == 1 && p.expire_cs == 200 &&
 		      p.mech == WBG_EXPIRY_GLOBAL && strstr(err, "outside [expiry] min..max"),
 	      "global, '10ms': the admin's floor (2 s), not 1 cs on the whole node: %s", err);
-	CHECK(policy_resolve(&c, "g/pod", NULL, "1h", &p, err, sizeof(err)) == 1 && p.expire_cs == 6000,
+	CHECK(resolve(&c, "g/pod", NULL, "1h", &p, err, sizeof(err)) == 1 && p.expire_cs == 6000,
 	      "above the ceiling: the ceiling");
 	CHECK(config_parse_string(&c, "t", "[expiry]\nmin = 10ms\nper_pod_min = 3s\n") == 0 &&
-		      policy_resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "10ms", &p, err,
+		      resolve(&c, "kubepods.slice/kubepods-besteffort.slice/pod1/ctr", NULL, "10ms", &p, err,
 				     sizeof(err)) == 1 &&
 		      p.expire_cs == 300 && p.mech == WBG_EXPIRY_PER_POD,
 	      "per-pod never below per_pod_min, whatever the source (%u cs)", p.expire_cs);
-	CHECK(policy_resolve(&c, "kubepods.slice/kubepods-burstable.slice/pod2", NULL, NULL, &p, err, sizeof(err)) == 0,
+	CHECK(resolve(&c, "kubepods.slice/kubepods-burstable.slice/pod2", NULL, NULL, &p, err, sizeof(err)) == 0,
 	      "a rule with only a mechanism and no default: no policy");
 	CHECK(config_parse_string(&c, "t", "[expiry]\ndefault = 10s\n") == 0 &&
-		      policy_resolve(&c, "kubepods.slice/kubepods-burstable.slice/pod2", NULL, NULL, &p, err,
+		      resolve(&c, "kubepods.slice/kubepods-burstable.slice/pod2", NULL, NULL, &p, err,
 				     sizeof(err)) == 1 &&
 		      p.expire_cs == 1000 && p.mech == WBG_EXPIRY_GLOBAL && strcmp(p.source, "[expiry] default") == 0,
 	      "the default, with the matching rule's mechanism");

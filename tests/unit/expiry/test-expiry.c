@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "expiry.h"
 #include "flush-pool.h"
 #include "handover.h"
@@ -127,6 +128,20 @@ static void job_done(struct wbg_expiry *e, uint64_t id)
 	flush_job_free(j);
 }
 
+/* Expiry's parameters from a configuration, as wbguardd makes them. */
+static struct wbg_expiry_params expiry_params(const struct wbg_config *c)
+{
+	return (struct wbg_expiry_params){ .rules = config_expiry_rules(c), .boost_cs = c->boost_cs,
+					   .boost_window_usec = c->boost_window_usec, .flush = c->flush };
+}
+
+static void expiry_start_with(struct wbg_expiry *e, const struct wbg_config *c)
+{
+	struct wbg_expiry_params p = expiry_params(c);
+
+	expiry_start(e, &p, c->proc_sys, c->state_dir, &ops, NULL);
+}
+
 #define EXPIRY_CONF "[expiry]\nper_pod_min = 1s\nboost = 5s\nboost_window_sec = 60\n"
 
 int main(void)
@@ -157,7 +172,7 @@ int main(void)
 	x.now = 1000 * S;
 
 	/* per-pod: armed, a round one expiry after the first dirtying */
-	expiry_start(&e, &cfg, &ops, NULL);
+	expiry_start_with(&e, &cfg);
 	add(1, "pods/a", "2s", true);
 	expiry_cgroup_populated(&e, 1, true);
 	CHECK(x.armed[1] == 1 && e.n_policies[WBG_EXPIRY_PER_POD] == 1 && x.scheduled == 0,
@@ -215,6 +230,7 @@ int main(void)
 
 		for (int i = 0; i < 2; i++) {
 			struct wbg_config c2;
+			struct wbg_expiry_params params;
 
 			config_init(&c2);
 			snprintf(c2.proc_sys, sizeof(c2.proc_sys), "%s", cfg.proc_sys);
@@ -223,7 +239,8 @@ int main(void)
 				return 1;
 			config_done(&cfg);
 			cfg = c2;
-			expiry_reload(&e);
+			params = expiry_params(&cfg);
+			expiry_reload(&e, &params);
 			CHECK(sysctl() == want[i] && e.n_policies[WBG_EXPIRY_GLOBAL] == (i == 0),
 			      "reloaded with the global policy %s: the sysctl at %u (%u)", i ? "removed" : "at 2 s", want[i],
 			      sysctl());
