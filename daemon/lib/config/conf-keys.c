@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "wbguard.h"
 #include "expiry-policy.h"
+#include "log.h"
 #include "macro.h"
 #include "parse-util.h"
 
@@ -22,111 +23,147 @@ static const char *const expiry_mechs[] = { "per-pod", "global", NULL };  /* enu
 #define S(field) sizeof(((struct wbg_config *)0)->field)
 
 static const struct wbg_conf_key keys[] = {
-	{ .section = "daemon", .key = "cgroup_root", .type = WBG_CONF_PATH, .offset = F(cgroup_root), .size = S(cgroup_root), .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "cgroup_root", .def = "/sys/fs/cgroup", .type = WBG_CONF_PATH, .offset = F(cgroup_root), .size = S(cgroup_root), .flags = WBG_CONF_RESTART,
 	  .doc = "The cgroup2 mount to watch." },
 	{ .section = "daemon", .key = "roots", .type = WBG_CONF_CGROUP_PATHS, .offset = F(roots), .flags = WBG_CONF_RESTART,
 	  .doc = "Subtrees (relative to cgroup_root) whose cgroups get handovers; empty: the whole tree." },
-	{ .section = "daemon", .key = "log_level", .type = WBG_CONF_WORD, .offset = F(log_level), .words = log_levels,
+	{ .section = "daemon", .key = "log_level", .def = "info", .type = WBG_CONF_WORD, .offset = F(log_level), .words = log_levels,
 	  .doc = "The least severe message logged." },
-	{ .section = "daemon", .key = "state_dir", .type = WBG_CONF_PATH, .offset = F(state_dir), .size = S(state_dir), .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "state_dir", .def = WBG_RUN_DIR, .type = WBG_CONF_PATH, .offset = F(state_dir), .size = S(state_dir), .flags = WBG_CONF_RESTART,
 	  .doc = "Runtime state: handovers.jsonl, sysctl.json, pending records." },
-	{ .section = "daemon", .key = "max_depth", .type = WBG_CONF_UINT, .offset = F(max_depth), .min = 1, .max = 4096, .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "max_depth", .def = "32", .type = WBG_CONF_UINT, .offset = F(max_depth), .min = 1, .max = 4096, .flags = WBG_CONF_RESTART,
 	  .doc = "Cgroup levels below cgroup_root that are tracked; deeper ones are counted." },
-	{ .section = "daemon", .key = "max_cgroups", .type = WBG_CONF_UINT, .offset = F(max_cgroups), .min = 0, .max = 1 << 22, .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "max_cgroups", .def = "32768", .type = WBG_CONF_UINT, .offset = F(max_cgroups), .min = 0, .max = 1 << 22, .flags = WBG_CONF_RESTART,
 	  .doc = "Cgroups tracked at once on the node (0: no cap); more are refused and counted." },
-	{ .section = "daemon", .key = "max_cgroups_per_tenant", .type = WBG_CONF_UINT, .offset = F(max_cgroups_per_tenant), .min = 0, .max = 1 << 22,
+	{ .section = "daemon", .key = "max_cgroups_per_tenant", .def = "2048", .type = WBG_CONF_UINT, .offset = F(max_cgroups_per_tenant), .min = 0, .max = 1 << 22,
 	  .flags = WBG_CONF_RESTART,
 	  .doc = "... below one tenant's root (a pod, a user's manager, a service's subtree)." },
-	{ .section = "daemon", .key = "records_max_size", .type = WBG_CONF_SIZE, .offset = F(records_max_bytes), .min = 64 << 10, .max = 1 << 30,
+	{ .section = "daemon", .key = "records_max_size", .def = "4M", .type = WBG_CONF_SIZE, .offset = F(records_max_bytes), .min = 64 << 10, .max = 1 << 30,
 	  .flags = WBG_CONF_RESTART, .doc = "handovers.jsonl rotates to handovers.jsonl.1 past this size." },
-	{ .section = "daemon", .key = "proc_sys", .type = WBG_CONF_PATH, .offset = F(proc_sys), .size = S(proc_sys), .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "proc_sys", .def = "/proc/sys", .type = WBG_CONF_PATH, .offset = F(proc_sys), .size = S(proc_sys), .flags = WBG_CONF_RESTART,
 	  .doc = "Where the sysctls are (vm/dirty_expire_centisecs below it)." },
 	{ .section = "daemon", .key = "host_root", .type = WBG_CONF_PATH_OR_EMPTY, .offset = F(host_root), .size = S(host_root), .flags = WBG_CONF_RESTART,
 	  .doc = "The host's root seen from a container with the host's PID namespace (/proc/1/root); empty on the host." },
 	{ .section = "daemon", .key = "scratch_cgroup", .type = WBG_CONF_CGROUP_PATH, .offset = F(scratch_cgroup), .size = S(scratch_cgroup),
 	  .flags = WBG_CONF_RESTART, .doc = "The scratch memcg of the cleanup cycle; empty: chosen at start." },
-	{ .section = "daemon", .key = "watch_config", .type = WBG_CONF_BOOL, .offset = F(watch_config), .flags = WBG_CONF_RESTART,
+	{ .section = "daemon", .key = "watch_config", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(watch_config), .flags = WBG_CONF_RESTART,
 	  .doc = "Reload when this file or a drop-in changes (a ConfigMap update)." },
-	{ .section = "daemon", .key = "watch_retry_sec", .type = WBG_CONF_SECONDS, .offset = F(watch_retry_usec), .min = 1, .max = 3600,
+	{ .section = "daemon", .key = "watch_retry_sec", .def = "30", .type = WBG_CONF_SECONDS, .offset = F(watch_retry_usec), .min = 1, .max = 3600,
 	  .doc = "While the inotify limit refuses watches, a rescan this often." },
-	{ .section = "flush", .key = "enable", .type = WBG_CONF_BOOL, .offset = F(flush), .doc = "Flush for removed cgroups; no: only the boost acts." },
-	{ .section = "flush", .key = "workers", .type = WBG_CONF_UINT, .offset = F(workers), .min = 1, .max = 64, .flags = WBG_CONF_RESTART,
+	{ .section = "flush", .key = "enable", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(flush), .doc = "Flush for removed cgroups; no: only the boost acts." },
+	{ .section = "flush", .key = "workers", .def = "4", .type = WBG_CONF_UINT, .offset = F(workers), .min = 1, .max = 64, .flags = WBG_CONF_RESTART,
 	  .doc = "Flush threads, which is also how many flushes run at once." },
-	{ .section = "flush", .key = "timeout_sec", .type = WBG_CONF_SECONDS, .offset = F(timeout_usec), .min = 0.1, .max = 3600,
+	{ .section = "flush", .key = "timeout_sec", .def = "30", .type = WBG_CONF_SECONDS, .offset = F(timeout_usec), .min = 0.1, .max = 3600,
 	  .doc = "A flush that takes longer is recorded as timeout." },
-	{ .section = "flush", .key = "passes_FSTYPE", .type = WBG_CONF_PASSES, .offset = F(passes), .min = 0, .max = 4,
+	{ .section = "flush", .key = "passes_FSTYPE", .def = "ext4=2 xfs=1 btrfs=1 default=1", .type = WBG_CONF_PASSES, .offset = F(passes), .min = 0, .max = 4,
 	  .doc = "syncfs passes per filesystem type (passes_ext4, passes_default for the others)." },
-	{ .section = "flush", .key = "inode_flush", .type = WBG_CONF_WORD, .offset = F(inode_flush), .words = auto_on_off,
+	{ .section = "flush", .key = "inode_flush", .def = "auto", .type = WBG_CONF_WORD, .offset = F(inode_flush), .words = auto_on_off,
 	  .doc = "Write the removed cgroup's own inodes by handle first; auto: syncfs alone." },
-	{ .section = "flush", .key = "max_inodes", .type = WBG_CONF_UINT, .offset = F(max_inodes), .min = 0, .max = 1 << 20, .flags = WBG_CONF_RESTART,
+	{ .section = "flush", .key = "max_inodes", .def = "8192", .type = WBG_CONF_UINT, .offset = F(max_inodes), .min = 0, .max = 1 << 20, .flags = WBG_CONF_RESTART,
 	  .doc = "Inodes recorded per cgroup before its set counts as incomplete." },
-	{ .section = "flush", .key = "max_inodes_per_tenant", .type = WBG_CONF_UINT, .offset = F(max_inodes_per_tenant), .min = 0,
+	{ .section = "flush", .key = "max_inodes_per_tenant", .def = "16384", .type = WBG_CONF_UINT, .offset = F(max_inodes_per_tenant), .min = 0,
 	  .max = WBG_INODES_MAX, .flags = WBG_CONF_RESTART,
 	  .doc = "Inode records one tenant's cgroups may hold at once (0: no share); past it their sets are incomplete." },
-	{ .section = "flush", .key = "block_devices", .type = WBG_CONF_BOOL, .offset = F(flush_bdev),
+	{ .section = "flush", .key = "block_devices", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(flush_bdev),
 	  .doc = "Also write the block devices' own page cache a cgroup dirtied." },
-	{ .section = "flush", .key = "exclude_fstypes", .type = WBG_CONF_FSTYPES, .offset = F(flush_exclude), .size = S(flush_exclude),
+	{ .section = "flush", .key = "exclude_fstypes", .def = WBG_FLUSH_EXCLUDE_DEFAULT, .type = WBG_CONF_FSTYPES, .offset = F(flush_exclude), .size = S(flush_exclude),
 	  .doc = "Filesystem types (globs) never flushed: network and FUSE." },
-	{ .section = "flush", .key = "scratch_cycle", .type = WBG_CONF_BOOL, .offset = F(scratch_cycle),
+	{ .section = "flush", .key = "scratch_cycle", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(scratch_cycle),
 	  .doc = "After a flush, an empty memcg created and removed moves the dying wb's inodes to a live one." },
-	{ .section = "flush", .key = "mode", .type = WBG_CONF_WORD, .offset = F(flush_mode), .words = flush_modes,
+	{ .section = "flush", .key = "mode", .def = "on-evidence", .type = WBG_CONF_WORD, .offset = F(flush_mode), .words = flush_modes,
 	  .doc = "on-evidence: flush when a live cgroup dirties a removed one's inode; eager: at every removal; exit: "
 		 "write an emptied cgroup's own inodes, then watch its removal as on-evidence does." },
-	{ .section = "flush", .key = "fs_interval_sec", .type = WBG_CONF_SECONDS, .offset = F(fs_interval_usec), .min = 0, .max = 60,
+	{ .section = "flush", .key = "fs_interval_sec", .def = "1", .type = WBG_CONF_SECONDS, .offset = F(fs_interval_usec), .min = 0, .max = 60,
 	  .doc = "The budget: at least this between two flushes of one filesystem." },
-	{ .section = "flush", .key = "watch_max", .type = WBG_CONF_UINT, .offset = F(watch_max), .min = 1, .max = 8192,
+	{ .section = "flush", .key = "watch_max", .def = "4096", .type = WBG_CONF_UINT, .offset = F(watch_max), .min = 1, .max = 8192,
 	  .doc = "on-evidence: removed cgroups watched at once; more are flushed eagerly." },
-	{ .section = "flush", .key = "watch_max_per_tenant", .type = WBG_CONF_UINT, .offset = F(watch_max_per_tenant), .min = 1, .max = 8192,
+	{ .section = "flush", .key = "watch_max_per_tenant", .def = "1024", .type = WBG_CONF_UINT, .offset = F(watch_max_per_tenant), .min = 1, .max = 8192,
 	  .doc = "... of one tenant (a pod, a user's session, a service's subtree)." },
-	{ .section = "flush", .key = "watch_max_age_sec", .type = WBG_CONF_SECONDS, .offset = F(watch_max_age_usec), .min = 1, .max = 86400,
+	{ .section = "flush", .key = "watch_max_age_sec", .def = "300", .type = WBG_CONF_SECONDS, .offset = F(watch_max_age_usec), .min = 1, .max = 86400,
 	  .doc = "A watch not drained by then is flushed and ended." },
-	{ .section = "flush", .key = "reflush_sec", .type = WBG_CONF_SECONDS, .offset = F(reflush_usec), .min = 0, .max = 600,
+	{ .section = "flush", .key = "reflush_sec", .def = "250ms", .type = WBG_CONF_SECONDS, .offset = F(reflush_usec), .min = 0, .max = 600,
 	  .doc = "The least time between two flushes of one dying cgroup." },
-	{ .section = "flush", .key = "evidence_flushes_per_sec", .type = WBG_CONF_UINT, .offset = F(evidence_per_sec), .min = 0, .max = 100000,
+	{ .section = "flush", .key = "evidence_flushes_per_sec", .def = "50", .type = WBG_CONF_UINT, .offset = F(evidence_per_sec), .min = 0, .max = 100000,
 	  .doc = "Flushes on evidence node-wide, a second (0: no cap); the rest wait their turn." },
-	{ .section = "flush", .key = "exit_bytes_per_sec", .type = WBG_CONF_SIZE, .offset = F(exit_bytes_per_sec), .min = 0,
+	{ .section = "flush", .key = "exit_bytes_per_sec", .def = "256M", .type = WBG_CONF_SIZE, .offset = F(exit_bytes_per_sec), .min = 0,
 	  .max = 1ULL << 40, .doc = "exit: the recipe's writes per device, a second (0: no cap); past it the next waits." },
-	{ .section = "mitigation", .key = "mode", .type = WBG_CONF_WORD, .offset = F(mitigation), .words = auto_on_off,
+	{ .section = "mitigation", .key = "mode", .def = "auto", .type = WBG_CONF_WORD, .offset = F(mitigation), .words = auto_on_off,
 	  .doc = "auto: on unless the kernel shows the dying-wb fallback." },
-	{ .section = "expiry", .key = "default", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_default_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	{ .section = "expiry", .key = "default", .def = "off", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_default_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
 	  .flags = WBG_CONF_EMPTY_OFF, .doc = "Pods without a policy; empty: the kernel's expiry." },
-	{ .section = "expiry", .key = "mechanism", .type = WBG_CONF_WORD, .offset = F(expiry_mech), .words = expiry_mechs,
+	{ .section = "expiry", .key = "mechanism", .def = "per-pod", .type = WBG_CONF_WORD, .offset = F(expiry_mech), .words = expiry_mechs,
 	  .doc = "per-pod: wbguardd writes a pod's old inodes; global: the sysctl held at the lowest request." },
-	{ .section = "expiry", .key = "min", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_min_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	{ .section = "expiry", .key = "min", .def = "1s", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_min_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
 	  .doc = "The lower bound of a pod's own annotation." },
-	{ .section = "expiry", .key = "max", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_max_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	{ .section = "expiry", .key = "max", .def = "24h", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_max_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
 	  .doc = "The upper bound of a pod's own annotation." },
-	{ .section = "expiry", .key = "per_pod_min", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_per_pod_min_cs), .min = 1,
+	{ .section = "expiry", .key = "per_pod_min", .def = "1s", .type = WBG_CONF_CENTISECONDS, .offset = F(expiry_per_pod_min_cs), .min = 1,
 	  .max = WBG_EXPIRY_MAX_CS, .doc = "The per-pod mechanism never writes a pod's inodes more often." },
-	{ .section = "expiry", .key = "boost", .type = WBG_CONF_CENTISECONDS, .offset = F(boost_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
+	{ .section = "expiry", .key = "boost", .def = "5s", .type = WBG_CONF_CENTISECONDS, .offset = F(boost_cs), .min = 1, .max = WBG_EXPIRY_MAX_CS,
 	  .flags = WBG_CONF_EMPTY_OFF, .doc = "vm.dirty_expire_centisecs after a failed own flush; off: never." },
-	{ .section = "expiry", .key = "boost_window_sec", .type = WBG_CONF_SECONDS, .offset = F(boost_window_usec), .min = 1, .max = 86400,
+	{ .section = "expiry", .key = "boost_window_sec", .def = "60", .type = WBG_CONF_SECONDS, .offset = F(boost_window_usec), .min = 1, .max = 86400,
 	  .doc = "How long a boost holds." },
-	{ .section = "expiry", .key = "runtime_state_dirs", .type = WBG_CONF_PATHS, .offset = F(runtime_dirs),
+	{ .section = "expiry", .key = "runtime_state_dirs", .def = "/run/crun /run/runc /run/containerd/runc/k8s.io /run/containerd/runc/default /run/docker/runtime-runc/moby", .type = WBG_CONF_PATHS, .offset = F(runtime_dirs),
 	  .doc = "Where OCI runtimes keep their containers' state (for the annotations)." },
-	{ .section = "bpf", .key = "enable", .type = WBG_CONF_BOOL, .offset = F(bpf), .flags = WBG_CONF_RESTART,
+	{ .section = "bpf", .key = "enable", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(bpf), .flags = WBG_CONF_RESTART,
 	  .doc = "Load the BPF programs; without them every block-backed filesystem is flushed." },
-	{ .section = "bpf", .key = "dirtied_cgroups", .type = WBG_CONF_UINT, .offset = F(bpf_dirtied_cgroups), .min = 64, .max = 1048576,
+	{ .section = "bpf", .key = "dirtied_cgroups", .def = "32768", .type = WBG_CONF_UINT, .offset = F(bpf_dirtied_cgroups), .min = 64, .max = 1048576,
 	  .flags = WBG_CONF_RESTART, .doc = "Cgroups' dirtied-device sets the BPF LRU holds." },
-	{ .section = "bpf", .key = "inode_records", .type = WBG_CONF_UINT, .offset = F(bpf_inode_records), .min = 256, .max = 1048576,
+	{ .section = "bpf", .key = "inode_records", .def = "65536", .type = WBG_CONF_UINT, .offset = F(bpf_inode_records), .min = 256, .max = 1048576,
 	  .flags = WBG_CONF_RESTART,
 	  .doc = "(cgroup, inode) records BPF holds on the node, shared fairly among tenants (floors and a pool)." },
-	{ .section = "metrics", .key = "allow_users", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
+	{ .section = "metrics", .key = "allow_users", .def = "root prometheus", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
 	  .size = S(metrics_allow_users), .flags = WBG_CONF_RESTART,
 	  .doc = "Who may read /metrics, by the owner of the peer's socket (names that do not exist are skipped; "
 		 "a remote peer is refused); empty: everyone. /livez and /readyz answer all." },
-	{ .section = "metrics", .key = "listen", .type = WBG_CONF_LISTEN, .offset = F(metrics_listen), .size = S(metrics_listen), .flags = WBG_CONF_RESTART,
+	{ .section = "metrics", .key = "listen", .def = "127.0.0.1:9573", .type = WBG_CONF_LISTEN, .offset = F(metrics_listen), .size = S(metrics_listen), .flags = WBG_CONF_RESTART,
 	  .doc = "Prometheus endpoint (/metrics, /livez, /readyz), or off." },
-	{ .section = "metrics", .key = "probe_listen", .type = WBG_CONF_LISTEN, .offset = F(metrics_probe_listen),
+	{ .section = "metrics", .key = "probe_listen", .def = "off", .type = WBG_CONF_LISTEN, .offset = F(metrics_probe_listen),
 	  .size = S(metrics_probe_listen), .flags = WBG_CONF_RESTART,
 	  .doc = "/livez and /readyz answered by a thread of their own (root's and our user's peers), or off." },
 	{ .section = "metrics", .key = "textfile", .type = WBG_CONF_TEXTFILE, .offset = F(metrics_textfile), .size = S(metrics_textfile),
 	  .flags = WBG_CONF_RESTART, .doc = "A node_exporter textfile written atomically; empty: none." },
-	{ .section = "metrics", .key = "series_retention_sec", .type = WBG_CONF_SECONDS, .offset = F(departed_retention_usec), .min = 1, .max = 86400,
+	{ .section = "metrics", .key = "series_retention_sec", .def = "120", .type = WBG_CONF_SECONDS, .offset = F(departed_retention_usec), .min = 1, .max = 86400,
 	  .flags = WBG_CONF_RESTART, .doc = "A released cgroup's series stay this long." },
-	{ .section = "metrics", .key = "per_cgroup", .type = WBG_CONF_BOOL, .offset = F(metrics_per_cgroup),
+	{ .section = "metrics", .key = "per_cgroup", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(metrics_per_cgroup),
 	  .doc = "Per-cgroup series at all; no: node-wide totals only." },
 };
+
+/* passes_FSTYPE's default: "ext4=2 xfs=1 ... default=1", each word a key */
+static int set_passes_words(const struct wbg_conf_key *k, struct wbg_config *c, const char *words)
+{
+	_cleanup_free_ char *copy = strdup(words);
+	char *saveptr = NULL, key[32];
+	int r = copy ? 0 : -ENOMEM;
+
+	for (char *w = copy ? strtok_r(copy, " ", &saveptr) : NULL; w && r >= 0; w = strtok_r(NULL, " ", &saveptr)) {
+		char *eq = strchr(w, '=');
+
+		if (!eq || snprintf(key, sizeof(key), "passes_%.*s", (int)(eq - w), w) >= (int)sizeof(key))
+			return -EINVAL;
+		r = conf_key_set(k, c, key, eq + 1);
+	}
+	return r;
+}
+
+void config_init(struct wbg_config *c)
+{
+	*c = (struct wbg_config){ 0 };
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct wbg_conf_key *k = &keys[i];
+		int r;
+
+		if (!k->def)
+			continue;
+		r = k->type == WBG_CONF_PASSES ? set_passes_words(k, c, k->def) : conf_key_set(k, c, k->key, k->def);
+		if (r < 0) {
+			/* the table's own default: a bug, which the unit tests
+			 * (test-conf-keys) would have shown */
+			log_error("[%s] %s: the built-in default '%s' does not parse", k->section, k->key, k->def);
+			abort();
+		}
+	}
+}
 
 const struct wbg_conf_key *conf_keys(size_t *ret_n)
 {
@@ -233,7 +270,6 @@ int conf_key_set(const struct wbg_conf_key *k, struct wbg_config *c, const char 
 	case WBG_CONF_CGROUP_PATHS:
 		return parse_paths(v, false, c->roots, &c->n_roots, WBG_ROOTS_MAX);
 	case WBG_CONF_PATHS:
-		c->runtime_dirs_set = true;
 		return parse_paths(v, true, c->runtime_dirs, &c->n_runtime_dirs, WBG_RUNTIME_DIRS_MAX);
 	case WBG_CONF_UINT:
 		return parse_uint(v, (unsigned)k->min, (unsigned)k->max, field);

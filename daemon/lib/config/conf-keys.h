@@ -42,6 +42,10 @@ struct wbg_conf_key {
 	double min, max; /* numbers and durations, in the bare unit */
 	const char *const *words; /* WBG_CONF_WORD, NULL-terminated */
 	const char *doc; /* one sentence for the reference */
+	/* The default, as the configuration file would write it (config_init()
+	 * parses it as it parses a file); NULL: empty. passes_FSTYPE: "TYPE=N"
+	 * words, "default=N" for the others. */
+	const char *def;
 	enum wbg_conf_type type;
 	unsigned flags;
 };

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "expiry-policy.h"
-#include "plan.h"
+#include "plan-params.h"
 
 /* WBG_CONF_FILE and WBG_RUN_DIR come from the build (config.h). */
 #define WBG_ROOTS_MAX 16
@@ -75,7 +75,6 @@ struct wbg_config {
 	uint64_t boost_window_usec;
 	char *runtime_dirs[WBG_RUNTIME_DIRS_MAX]; /* OCI runtimes' state roots */
 	unsigned n_runtime_dirs;
-	bool runtime_dirs_set;
 	/* [policy "GLOB"] sections, in file order: the first match wins */
 	struct wbg_policy_rule policies[WBG_POLICIES_MAX];
 	unsigned n_policies;
@@ -94,8 +93,9 @@ struct wbg_config {
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
 };
 
+/* Every key at its default: the key table's (conf-keys.c). */
 void config_init(struct wbg_config *c);
-/* The runtime state dirs: as configured, or the defaults. */
+/* The runtime state dirs. */
 const char *const *config_runtime_dirs(const struct wbg_config *c, unsigned *ret_n);
 void config_done(struct wbg_config *c);
 /* Frees a string array's n entries and sets n to 0. */

@@ -12,27 +12,11 @@
 #include <sys/types.h>
 
 #include "flush-pool.h"
+#include "plan-params.h"
 #include "mountinfo.h"
 
 struct blockdevs;
 struct wbg_bpf;
-
-/* syncfs passes for one filesystem type. */
-struct wbg_fs_passes {
-	char fstype[16];
-	unsigned passes;
-};
-
-/* What the planner takes from the configuration's [flush] section
- * (config_plan_params()); pointers into it, valid while it is. */
-struct wbg_plan_params {
-	bool inodes;                        /* inode_flush = on: by inode where a set is complete */
-	bool block_devices;                 /* block_devices: a block device's own page cache too */
-	const char *exclude_fstypes;        /* exclude_fstypes: globs, blank-separated */
-	const struct wbg_fs_passes *passes; /* passes_FSTYPE */
-	size_t n_passes;
-	unsigned default_passes; /* passes_default */
-};
 
 /* syncfs passes for fstype. */
 unsigned plan_passes_for(const struct wbg_plan_params *pp, const char *fstype);

@@ -14,6 +14,9 @@
 
 #include "conf-keys.h"
 #include "conf.h"
+#include "expiry-policy.h"
+#include "plan.h"
+#include "wbguard.h"
 #include "macro.h"
 #include "tap.h"
 
@@ -174,6 +177,31 @@ static void check_reference(const char *path)
 	      ">docs/configuration.md)");
 }
 
+/* The defaults are the table's: each key's .def is what a configuration
+ * before any file holds, written as the reference writes it; the ones
+ * that come from the build or the BPF side are those constants. */
+static void check_table_defaults(void)
+{
+	struct wbg_config def;
+	char a[512], differ[1024] = "";
+	size_t n;
+	const struct wbg_conf_key *keys = conf_keys(&n);
+
+	config_init(&def);
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].def && strcmp(conf_key_format(&keys[i], &def, a, sizeof(a)), keys[i].def) != 0)
+			snprintf(differ + strlen(differ), sizeof(differ) - strlen(differ), " [%s] %s", keys[i].section,
+				 keys[i].key);
+	CHECK(!*differ, "every key's default in the table is the configuration's at start, as written (differ:%s)", differ);
+	CHECK(strcmp(def.state_dir, WBG_RUN_DIR) == 0, "state_dir: the build's run directory");
+	CHECK(def.bpf_inode_records == WBG_INODES_MAX, "inode_records: the BPF table's size");
+	CHECK(def.max_inodes_per_tenant == WBG_INODES_MAX / 4, "max_inodes_per_tenant: a quarter of the BPF table");
+	CHECK(def.bpf_dirtied_cgroups == WBG_DIRTIED_CGROUPS_MAX, "dirtied_cgroups: the BPF LRU's size");
+	CHECK(def.expiry_max_cs == WBG_EXPIRY_MAX_CS, "[expiry] max: the longest expiry there is");
+	CHECK(def.n_runtime_dirs == 5, "runtime_state_dirs: the five runtimes' state roots");
+	config_done(&def);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--reference") == 0) {
@@ -188,6 +216,7 @@ int main(int argc, char **argv)
 	check_documents(argv[2], argv[3]);
 	check_shipped_defaults(argv[3]);
 	check_round_trip();
+	check_table_defaults();
 	{
 		struct wbg_config c;
 

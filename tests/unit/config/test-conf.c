@@ -8,6 +8,7 @@
 
 #include "conf-keys.h"
 #include "conf.h"
+#include "plan.h"
 #include "log.h"
 #include "tap.h"
 
