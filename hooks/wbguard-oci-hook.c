@@ -40,13 +40,10 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
-#include "cgroup-util.h"
-#include "control-client.h"
-#include "hook-budget.h"
-#include "log.h"
-#include "macro.h"
-#include "oci.h"
-#include "parse-util.h"
+#include "wbg-cgroup.h"
+#include "wbg-runtime.h"
+#include "wbg-flush.h"
+#include "wbg-base.h"
 
 static void help(void)
 {

@@ -15,13 +15,11 @@
 #include <sys/statfs.h>
 #include <json-c/json.h>
 
-#include "cgroup-util.h"
-#include "conf.h"
+#include "wbg-cgroup.h"
+#include "wbg-config.h"
 #include "doctor.h"
-#include "flush-ops.h"
-#include "log.h"
-#include "macro.h"
-#include "node-lock.h"
+#include "wbg-flush.h"
+#include "wbg-base.h"
 #include "wbguardctl-api.h"
 
 enum level { OK, WARN, FAIL };

@@ -13,12 +13,10 @@
 #include <sys/wait.h>
 #include <linux/loop.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "handover.h"
-#include "mountinfo.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-handover.h"
+#include "wbg-base.h"
 #include "verify.h"
 
 #define NFILES 16

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "verdict.h"
+#include "wbg-kernel.h"
 
 struct verify_opts {
 	const char *cgroup_root;

@@ -6,9 +6,8 @@
 #include <json-c/json.h>
 #include <systemd/sd-bus.h>
 
-#include "control-client.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-runtime.h"
+#include "wbg-base.h"
 #include "wbguardctl-api.h"
 
 

@@ -10,14 +10,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 
-#include "cgroup-util.h"
-#include "macro.h"
-#include "sysctl-keeper.h"
-#include "log.h"
-#include "parse-util.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
+#include "wbg-kernel.h"
 #include "doctor.h"
 #include "verify.h"
-#include "control-client.h"
+#include "wbg-runtime.h"
 #include "wbguardctl-api.h"
 
 static volatile int stop;

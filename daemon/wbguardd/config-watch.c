@@ -8,8 +8,7 @@
 #include <sys/inotify.h>
 
 #include "config-watch.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "timer-util.h"
 
 #define MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR)

@@ -12,8 +12,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-id128.h>
 
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "control.h"
 
 static int on_conn_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error)

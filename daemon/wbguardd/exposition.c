@@ -4,17 +4,12 @@
 #include <time.h>
 #include <stdlib.h>
 
-#include "bpf-programs.h"
-#include "flush-pool.h"
-#include "hook-budget.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-flush.h"
+#include "wbg-base.h"
 #include "manager.h"
-#include "metrics.h"
+#include "wbg-metrics.h"
 #include "metrics-kernel.h"
-#include "process-metrics.h"
-#include "textfile.h"
-#include "wbstats.h"
 
 static void write_bpf(FILE *f, const struct manager *m)
 {

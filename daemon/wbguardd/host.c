@@ -10,8 +10,7 @@
 #include <netlink/socket.h>
 
 #include "host.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 char *host_path(const struct wbg_host *h, const char *path)
 {

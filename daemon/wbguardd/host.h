@@ -10,8 +10,7 @@
 
 #include <systemd/sd-event.h>
 
-#include "blockdev.h"
-#include "mountinfo.h"
+#include "wbg-kernel.h"
 
 struct nl_sock;
 

@@ -11,14 +11,11 @@
 #include <linux/magic.h>
 #include <sys/statfs.h>
 
-#include "cgroup-util.h"
-#include "conf-keys.h"
-#include "conf.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-config.h"
+#include "wbg-base.h"
 #include "manager.h"
-#include "node-lock.h"
-#include "sysctl-keeper.h"
+#include "wbg-kernel.h"
 
 static const char *arg_config = WBG_CONF_FILE;
 static const char *arg_cgroup_root;

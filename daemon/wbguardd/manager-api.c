@@ -6,9 +6,9 @@
 #include <limits.h>
 #include <string.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "manager.h"
-#include "oci.h"
+#include "wbg-runtime.h"
 
 int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_usec, sd_bus_message *call,
 			 sd_bus_error *error)

@@ -9,12 +9,10 @@
 #include <string.h>
 #include <systemd/sd-bus.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "control-client.h"
-#include "escape.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-runtime.h"
+#include "wbg-base.h"
 #include "manager.h"
 
 

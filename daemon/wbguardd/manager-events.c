@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "manager.h"
 
 /* Without BPF, what a populated cgroup may write is what its processes'

@@ -7,12 +7,11 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "manager.h"
-#include "runtime-state.h"
+#include "wbg-runtime.h"
 #include "timer-util.h"
 
 static uint64_t op_now(void *userdata)

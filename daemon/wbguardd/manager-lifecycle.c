@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <systemd/sd-journal.h>
 
-#include "escape.h"
-#include "lifecycle-host.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
+#include "wbg-handover.h"
 #include "manager.h"
 #include "timer-util.h"
 

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <systemd/sd-journal.h>
 
-#include "conf-keys.h"
-#include "flush-pool.h"
-#include "lifecycle.h"
-#include "log.h"
+#include "wbg-config.h"
+#include "wbg-flush.h"
+#include "wbg-handover.h"
+#include "wbg-base.h"
 #include "manager.h"
 #include "timer-util.h"
 

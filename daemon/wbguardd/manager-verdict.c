@@ -7,9 +7,9 @@
  */
 #include <systemd/sd-journal.h>
 
-#include "bpf-programs.h"
-#include "lifecycle.h"
-#include "log.h"
+#include "wbg-kernel.h"
+#include "wbg-handover.h"
+#include "wbg-base.h"
 #include "manager.h"
 
 void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret)

@@ -13,20 +13,14 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "handover.h"
-#include "lifecycle.h"
-#include "flush-ops.h"
-#include "flush-pool.h"
-#include "log.h"
-#include "macro.h"
-#include "conf-keys.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-handover.h"
+#include "wbg-flush.h"
+#include "wbg-base.h"
+#include "wbg-config.h"
 #include "manager.h"
-#include "node-lock.h"
-#include "pending.h"
-#include "recovery.h"
-#include "textfile.h"
+#include "wbg-metrics.h"
 #include "timer-util.h"
 
 /* New evidence comes with use (a retired handover refreshes it too); a

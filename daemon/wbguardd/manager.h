@@ -15,23 +15,18 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "conf.h"
-#include "runtime-index.h"
+#include "wbg-config.h"
+#include "wbg-runtime.h"
 #include "config-watch.h"
-#include "containers.h"
 #include "control.h"
-#include "expiry.h"
-#include "lifecycle.h"
-#include "lifecycle-host.h"
+#include "wbg-expiry.h"
+#include "wbg-handover.h"
 #include "host.h"
 #include "metrics-http.h"
 #include "probe-http.h"
-#include "records.h"
-#include "registry.h"
-#include "scratch.h"
+#include "wbg-cgroup.h"
+#include "wbg-kernel.h"
 #include "series.h"
-#include "verdict.h"
-#include "watch-cgroupfs.h"
 #include "watch-systemd.h"
 
 struct flush_pool;

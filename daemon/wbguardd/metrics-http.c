@@ -9,11 +9,9 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-#include "conf.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-config.h"
+#include "wbg-base.h"
 #include "metrics-http.h"
-#include "parse-util.h"
 #include "peer-cred.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

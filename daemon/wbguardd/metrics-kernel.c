@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf-programs.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-base.h"
 #include "series.h"
-#include "metrics.h"
+#include "wbg-metrics.h"
 #include "metrics-kernel.h"
 
 /* A cgroup's labels, the same four on every per-cgroup series: id as

@@ -12,7 +12,7 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
-#include "macro.h"
+#include "wbg-base.h"
 #include "peer-cred.h"
 
 struct found {

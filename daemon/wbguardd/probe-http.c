@@ -7,10 +7,8 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-#include "log.h"
-#include "macro.h"
-#include "metrics.h"
-#include "parse-util.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "peer-cred.h"
 #include "probe-http.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 
-#include "bpf-programs.h"
-#include "log.h"
+#include "wbg-kernel.h"
+#include "wbg-base.h"
 #include "series.h"
 #include "timer-util.h"
 

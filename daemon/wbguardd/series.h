@@ -12,9 +12,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "containers.h"
-#include "departed.h"
-#include "registry.h"
+#include "wbg-runtime.h"
+#include "wbg-cgroup.h"
 
 struct wbg_bpf;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <time.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "timer-util.h"
 
 int timer_new_off(sd_event *event, sd_event_source **ret, uint64_t accuracy_usec, sd_event_time_handler_t cb,

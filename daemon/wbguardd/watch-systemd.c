@@ -6,9 +6,8 @@
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
 
-#include "log.h"
-#include "macro.h"
-#include "metrics.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "watch-systemd.h"
 
 static const char *strna(const char *s)

@@ -28,10 +28,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "cgroup-util.h"
+#include "wbg-cgroup.h"
 #include "clock.h"
-#include "log.h"
-#include "parse-util.h"
+#include "wbg-base.h"
 
 static const char *root = "/sys/fs/cgroup", *parent = "churn", *dir = NULL, *label = "c";
 static uint64_t bytes = 65536, hold = 0, jobs = 1;

@@ -29,13 +29,11 @@
 #include <sys/wait.h>
 #include <json-c/json.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
 #include "clock.h"
 #include "lag.h"
-#include "log.h"
-#include "macro.h"
-#include "parse-util.h"
+#include "wbg-base.h"
 
 #define CHUNK (64 * 1024)
 #define MAX_SECS 3600

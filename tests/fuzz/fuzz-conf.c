@@ -5,9 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "wbg-config.h"
 #include "fuzz.h"
-#include "log.h"
+#include "wbg-base.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,9 +3,9 @@
  * decoded the message: RegisterContainer (id, cgroup, bundle, annotations)
  * and FlushCgroup/FlushContainer (a cgroup path or an id) against the
  * container table. Fields are NUL-separated in the input. */
-#include "containers.h"
+#include "wbg-runtime.h"
 #include "fuzz.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 #define FIELDS_MAX 64
 

@@ -18,7 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "fuzz.h"
-#include "log.h"
+#include "wbg-base.h"
 #include "manager.h"
 
 static char dir[] = "/tmp/wbg-fuzz-dbus-XXXXXX";

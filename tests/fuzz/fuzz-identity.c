@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Who a cgroup belongs to, from its path alone: any bytes a cgroup name can
  * hold (spaces, newlines, non-UTF-8, very long). */
-#include "cgroup-identity.h"
+#include "wbg-cgroup.h"
 #include "fuzz.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

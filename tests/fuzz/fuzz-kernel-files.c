@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What wbguardd reads from the kernel: memory.stat and cgroup.events (keyed
  * files), mountinfo, debugfs wb_stats, uevents. The first byte picks which. */
-#include "blockdev.h"
-#include "cgroup-util.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
 #include "fuzz.h"
-#include "macro.h"
-#include "mountinfo.h"
-#include "wbstats.h"
+#include "wbg-base.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

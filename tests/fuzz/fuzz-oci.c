@@ -2,8 +2,8 @@
 /* What an OCI hook is handed: the state on stdin and config.json; and the
  * cgroup path a config names. The first byte picks which. */
 #include "fuzz.h"
-#include "macro.h"
-#include "oci.h"
+#include "wbg-base.h"
+#include "wbg-runtime.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

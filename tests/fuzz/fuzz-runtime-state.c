@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "log.h"
-#include "runtime-state.h"
+#include "wbg-base.h"
+#include "wbg-runtime.h"
 
 static char dir[] = "/tmp/wbg-fuzz-rt-XXXXXX";
 

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "log.h"
-#include "pending.h"
-#include "sysctl-keeper.h"
+#include "wbg-base.h"
+#include "wbg-handover.h"
+#include "wbg-kernel.h"
 
 static char dir[] = "/tmp/wbg-fuzz-state-XXXXXX";
 

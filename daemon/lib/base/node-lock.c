@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "cgroup-util.h"
+#include "wbg-cgroup.h"
 #include "macro.h"
 #include "node-lock.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cgroup-identity.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 /* Scope prefixes of the systemd cgroup driver, per runtime. */
 static const struct {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 int cg_memory_delegated(const char *root)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "departed.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 int departed_init(struct wbg_departed *d, size_t cap)
 {

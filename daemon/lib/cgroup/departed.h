@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring.h"
+#include "wbg-base.h"
 
 struct wbg_departed_entry {
 	uint64_t id;

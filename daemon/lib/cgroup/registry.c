@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
+#include "wbg-base.h"
 #include "registry.h"
 
 struct wd_entry {

@@ -12,9 +12,8 @@
 #include <sys/stat.h>
 
 #include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
-#include "metrics.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "watch-cgroupfs.h"
 
 #define DIR_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)

@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "registry.h"
-#include "share.h"
+#include "wbg-base.h"
 
 struct wbg_watch;
 

@@ -10,9 +10,7 @@
 #include "conf.h"
 #include "wbguard.h"
 #include "expiry-policy.h"
-#include "log.h"
-#include "macro.h"
-#include "parse-util.h"
+#include "wbg-base.h"
 
 static const char *const log_levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", NULL };
 static const char *const auto_on_off[] = { "auto", "on", "off", NULL };

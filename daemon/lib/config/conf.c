@@ -13,9 +13,7 @@
 #include "conf-keys.h"
 #include "conf.h"
 #include "wbguard.h"
-#include "log.h"
-#include "macro.h"
-#include "parse-util.h"
+#include "wbg-base.h"
 
 static int copy_strv(char **dst, const char *const *src, unsigned n, unsigned *ret_n)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "expiry-policy.h"
-#include "plan-params.h"
+#include "wbg-flush.h"
 
 /* WBG_CONF_FILE and WBG_RUN_DIR come from the build (config.h). */
 #define WBG_ROOTS_MAX 16

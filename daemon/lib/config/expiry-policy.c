@@ -9,7 +9,7 @@
 
 #include "conf.h"
 #include "expiry-policy.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 int parse_expiry(const char *v, unsigned *ret_cs)
 {

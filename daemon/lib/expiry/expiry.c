@@ -6,11 +6,10 @@
 #include <string.h>
 
 #include "expiry.h"
-#include "flush-pool.h"
-#include "handover.h"
-#include "log.h"
-#include "macro.h"
-#include "metrics.h"
+#include "wbg-flush.h"
+#include "wbg-handover.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 
 #define BOOST_HOLDER "boost"
 #define NO_TIMER SIZE_MAX

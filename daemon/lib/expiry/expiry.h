@@ -24,9 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "boost-limit.h"
-#include "expiry-policy.h"
-#include "sysctl-keeper.h"
+#include "wbg-kernel.h"
+#include "wbg-config.h"
 
 struct flush_job;
 struct wbg_handover;

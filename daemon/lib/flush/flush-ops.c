@@ -9,7 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "flush-ops.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 /* include/linux/exportfs.h: FILEID_INO32_GEN; XFS adds a 64-bit-inode flag. */
 #define FILEID_INO32_GEN 1

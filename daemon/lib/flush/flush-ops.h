@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <sys/types.h>
 
 #include "wbguard.h"
 

@@ -6,7 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "flush-pool.h"
-#include "metrics.h"
+#include "wbg-metrics.h"
 
 static void gauge(FILE *f, const char *name, const char *help, double v)
 {

@@ -11,9 +11,9 @@
 #include <sys/eventfd.h>
 #include <sys/sysmacros.h>
 
-#include "cgroup-util.h"
+#include "wbg-cgroup.h"
 #include "flush-pool.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 struct slot {
 	dev_t dev;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "hook-budget.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 struct budget_file {
 	uint32_t magic, slots;

@@ -6,9 +6,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "blockdev.h"
-#include "bpf-programs.h"
-#include "macro.h"
+#include "wbg-kernel.h"
+#include "wbg-base.h"
 #include "plan.h"
 
 bool fstype_has_writeback(const char *fstype)

@@ -13,7 +13,7 @@
 
 #include "flush-pool.h"
 #include "plan-params.h"
-#include "mountinfo.h"
+#include "wbg-kernel.h"
 
 struct blockdevs;
 struct wbg_bpf;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "handover-phase.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 #define P(x) WBG_PHASE_##x
 #define E(x) WBG_EVENT_##x

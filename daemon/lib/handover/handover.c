@@ -6,9 +6,9 @@
 #include <sys/sysmacros.h>
 #include <json-c/json.h>
 
-#include "containers.h"
+#include "wbg-runtime.h"
 #include "handover.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 static const char *const triggers[] = {
 	[WBG_TRIGGER_POPULATED_0] = "populated-0", [WBG_TRIGGER_STOP_JOB] = "job",

@@ -16,10 +16,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup-identity.h"
-#include "flush-pool.h"
+#include "wbg-cgroup.h"
+#include "wbg-flush.h"
 #include "handover-phase.h"
-#include "plan.h"
 
 struct json_object;
 

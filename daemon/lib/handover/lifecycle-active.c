@@ -6,8 +6,7 @@
 #include <stdlib.h>
 
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 struct active_cgroup {
 	uint64_t cgroup_id; /* first: cmp_leading_u64 */

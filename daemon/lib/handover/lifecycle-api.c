@@ -10,8 +10,7 @@
 
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
 {

@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 struct path_prefix {
 	const char *path;

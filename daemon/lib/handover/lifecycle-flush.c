@@ -8,8 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 /* A target into the handover's record; false if it is there already (the
  * watch's second flush of the same filesystem). */

@@ -8,17 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "conf.h"
-#include "file-util.h"
+#include "wbg-kernel.h"
+#include "wbg-cgroup.h"
+#include "wbg-config.h"
+#include "wbg-base.h"
 #include "lifecycle-host.h"
-#include "log.h"
-#include "macro.h"
 #include "pending.h"
-#include "plan.h"
-#include "scratch.h"
-#include "wbstats.h"
+#include "wbg-flush.h"
 
 /* The BPF object, if it knows what each cgroup dirtied. */
 static const struct wbg_bpf *dirtied_bpf(const struct wbg_bpf *bpf)

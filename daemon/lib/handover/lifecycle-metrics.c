@@ -3,7 +3,7 @@
 #include <inttypes.h>
 
 #include "lifecycle.h"
-#include "metrics.h"
+#include "wbg-metrics.h"
 
 void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 {

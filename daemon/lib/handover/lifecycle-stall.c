@@ -9,10 +9,9 @@
 #include <search.h>
 #include <sys/sysmacros.h>
 
-#include "cgroup-identity.h"
+#include "wbg-cgroup.h"
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 /* Per device, at most STALL_BURST at once and STALL_PER_SEC a second; of
  * which one tenant (where the path names it) at most a quarter, so that

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "lifecycle-internal.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 /* A FlushCgroup call waiting for its handover's flush. */
 struct wbg_waiter {

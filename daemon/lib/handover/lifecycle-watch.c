@@ -22,9 +22,8 @@
 #include <stdlib.h>
 
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
-#include "wbstats.h"
+#include "wbg-base.h"
+#include "wbg-kernel.h"
 
 static ssize_t watch_index(const struct wbg_lifecycle *lc, const struct wbg_handover *h)
 {

@@ -18,9 +18,8 @@
 
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
-#include "log.h"
-#include "macro.h"
-#include "wbstats.h"
+#include "wbg-base.h"
+#include "wbg-kernel.h"
 
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
 		    const struct wbg_containers *containers, const struct wbg_lifecycle_world *world)

@@ -28,15 +28,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "containers.h"
-#include "flush-pool.h"
+#include "wbg-runtime.h"
+#include "wbg-flush.h"
 #include "handover.h"
-#include "metrics.h"
+#include "wbg-metrics.h"
 #include "pending.h"
-#include "rate-limit.h"
-#include "share.h"
-#include "registry.h"
-#include "share.h"
+#include "wbg-base.h"
+#include "wbg-cgroup.h"
 
 #define WBG_RECENT_MAX 256 /* finished handovers kept for the API */
 #define WBG_FLUSH_WAITERS_MAX 256

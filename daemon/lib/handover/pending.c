@@ -10,9 +10,8 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "pending.h"
 
 int pending_save(const char *dir, uint64_t id, const char *path, uint64_t cgroup_id, const dev_t *devs,

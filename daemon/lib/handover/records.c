@@ -6,8 +6,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "log.h"
-#include "metrics.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "records.h"
 
 /* 0640: the records name every tenant's cgroups and pods; a file an older

@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <sys/sysmacros.h>
 
-#include "cgroup-util.h"
+#include "wbg-cgroup.h"
 #include "lifecycle.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "pending.h"
 #include "recovery.h"
-#include "wbstats.h"
+#include "wbg-kernel.h"
 
 int recover_pending(struct wbg_lifecycle *lc, const char *state_dir, uint64_t **ret_covered, size_t *ret_n)
 {

@@ -11,8 +11,8 @@
 #include <sys/sysmacros.h>
 
 #include "blockdev.h"
-#include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 
 struct bdev {
 	dev_t dev;

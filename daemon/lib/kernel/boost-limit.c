@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "boost-limit.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 bool boost_limit_take(struct boost_limit *l, uint64_t tenant, uint64_t now)
 {

@@ -11,9 +11,8 @@
 #include <bpf/libbpf.h>
 
 #include "bpf-internal.h"
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 
 int wbg_bpf_attached(const struct wbg_bpf *b, const char *prog)
 {

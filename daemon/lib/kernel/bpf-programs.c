@@ -14,10 +14,8 @@
 #include <bpf/libbpf.h>
 
 #include "bpf-programs.h"
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
-#include "share.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "wbguard.skel.h"
 
 #include "bpf-internal.h"

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "blockdev.h"
 #include "mountinfo.h"
 

@@ -11,9 +11,8 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "scratch.h"
 
 /* Our own cgroup v2 path, from /proc/self/cgroup ("0::/path"). */

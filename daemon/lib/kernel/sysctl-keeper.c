@@ -6,10 +6,8 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
-#include "parse-util.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "sysctl-keeper.h"
 
 int sysctl_keeper_read(const struct wbg_sysctl *k, unsigned *ret)

@@ -4,10 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cgroup-util.h"
-#include "log.h"
-#include "metrics.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "verdict.h"
 
 enum wbg_verdict verdict_dying_wb(const struct wbg_evidence *e)

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup-util.h"
-#include "log.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "wbstats.h"
 
 #define WB_HAS_DIRTY_IO_BIT 2 /* enum wb_state: WB_registered, WB_writeback_running, WB_has_dirty_io */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "escape.h"
+#include "wbg-base.h"
 #include "metrics.h"
 
 void hist_init(struct wbg_hist *h, const double *bounds, unsigned n)

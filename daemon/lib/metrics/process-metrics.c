@@ -9,8 +9,8 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
-#include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "metrics.h"
 #include "process-metrics.h"
 

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cgroup-util.h"
-#include "log.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "textfile.h"
 
 struct wbg_textfile {

@@ -7,9 +7,8 @@
 #include <stdio.h>
 
 #include "containers.h"
-#include "log.h"
-#include "expiry-policy.h"
-#include "macro.h"
+#include "wbg-base.h"
+#include "wbg-config.h"
 #include "oci.h"
 
 static int cmp_path(const void *a, const void *b)

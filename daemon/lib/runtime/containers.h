@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ring.h"
+#include "wbg-base.h"
 
 #define WBG_CONTAINERS_MAX 16384
 #define WBG_CONTAINER_ANNOTATIONS_MAX 256

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "control-client.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 uint64_t control_now_usec(void)
 {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <json-c/json.h>
 
-#include "macro.h"
+#include "wbg-base.h"
 #include "runtime-index.h"
 
 #define ROOTS_MAX 16

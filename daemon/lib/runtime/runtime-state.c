@@ -7,8 +7,8 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-cgroup.h"
+#include "wbg-base.h"
 #include "runtime-state.h"
 
 #define STATE_MAX (1024 * 1024) /* runc's state.json is a few KiB */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cgroup-util.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 static const char memory_stat[] = "anon 1052672\n"

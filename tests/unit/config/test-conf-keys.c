@@ -15,9 +15,9 @@
 #include "conf-keys.h"
 #include "conf.h"
 #include "expiry-policy.h"
-#include "plan.h"
+#include "wbg-flush.h"
 #include "wbguard.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 /* syncfs passes for fstype, as the planner takes them from c */

@@ -8,8 +8,8 @@
 
 #include "conf-keys.h"
 #include "conf.h"
-#include "plan.h"
-#include "log.h"
+#include "wbg-flush.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 static char last_err[1024];

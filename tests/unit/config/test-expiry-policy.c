@@ -4,7 +4,7 @@
 
 #include "conf.h"
 #include "expiry-policy.h"
-#include "log.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 /* policy_resolve() over c's rules, as they are now */

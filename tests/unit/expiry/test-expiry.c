@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "wbg-config.h"
 #include "expiry.h"
-#include "flush-pool.h"
-#include "handover.h"
-#include "log.h"
+#include "wbg-flush.h"
+#include "wbg-handover.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 #define MS 1000ULL

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 
 #include "flush-ops.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 /* A tenant's FIFO, socket and device nodes in a dirtied set: none is

@@ -8,10 +8,9 @@
 #include <unistd.h>
 #include <sys/sysmacros.h>
 
-#include "blockdev.h"
-#include "conf.h"
-#include "handover.h"
-#include "mountinfo.h"
+#include "wbg-kernel.h"
+#include "wbg-config.h"
+#include "wbg-handover.h"
 #include "tap.h"
 
 static const char text[] = "22 1 0:21 / / rw - overlay overlay rw\n"

@@ -13,7 +13,7 @@
 #include <json-c/json.h>
 
 #include "lifecycle.h"
-#include "macro.h"
+#include "wbg-base.h"
 
 #define MS 1000ULL
 #define S (1000ULL * 1000)

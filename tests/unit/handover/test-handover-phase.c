@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "handover-phase.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 #define P(x) WBG_PHASE_##x

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "conf.h"
+#include "wbg-config.h"
 #include "lifecycle-host.h"
-#include "mountinfo.h"
+#include "wbg-kernel.h"
 #include "pending.h"
-#include "plan.h"
-#include "registry.h"
+#include "wbg-flush.h"
+#include "wbg-cgroup.h"
 #include "tap.h"
 
 static const char mounts_text[] = "22 1 0:21 / / rw - overlay overlay rw\n"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "boost-limit.h"
+#include "wbg-kernel.h"
 #include "lifecycle-world.h"
 #include "tap.h"
 

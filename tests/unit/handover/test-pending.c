@@ -6,7 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "pending.h"
 #include "tap.h"
 

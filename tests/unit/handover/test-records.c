@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "records.h"
 #include "tap.h"
 

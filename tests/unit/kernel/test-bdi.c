@@ -13,9 +13,9 @@
 #include <sys/sysmacros.h>
 
 #include "blockdev.h"
-#include "conf.h"
+#include "wbg-config.h"
 #include "mountinfo.h"
-#include "plan.h"
+#include "wbg-flush.h"
 #include "tap.h"
 
 static char root[] = "/tmp/wbg-bdi.XXXXXX";

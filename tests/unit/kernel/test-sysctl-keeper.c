@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "sysctl-keeper.h"
 #include "tap.h"
 

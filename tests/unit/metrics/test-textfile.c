@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "tap.h"
 #include "textfile.h"
 

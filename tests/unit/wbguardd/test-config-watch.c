@@ -13,7 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "config-watch.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/wbg-config-watch-XXXXXX";

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 
-#include "log.h"
+#include "wbg-base.h"
 #include "probe-http.h"
 #include "tap.h"
 
