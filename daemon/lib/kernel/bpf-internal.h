@@ -28,3 +28,11 @@ struct wbg_bpf {
 /* The per-folio expiry program attached (on) or detached (off): bpf-maps.c
  * turns it on with the first pod that has a per-pod expiry. */
 int wbg_bpf_set_on_demand(struct wbg_bpf *b, bool on);
+
+/* The event ring's sample callback (ctx: the struct wbg_bpf): an event of
+ * size bytes passed on to b->ring_cb, or dropped (0) when it is shorter
+ * than its kind carries or its removal path is not NUL-terminated. Here
+ * for its unit test, which needs no kernel. */
+int wbg_bpf_ring_sample(void *ctx, void *data, size_t size);
+/* The program group (WBG_BPF_*) a program belongs to, by its name. */
+unsigned wbg_bpf_program_group(const char *name);

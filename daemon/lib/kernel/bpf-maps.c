@@ -324,13 +324,22 @@ int wbg_bpf_foreach_cgroup_stats(const struct wbg_bpf *b, wbg_stats_cb cb, void 
 
 /* An event carries its head and its kind's part only (wbguard.h): one
  * shorter than its kind's is dropped, so that the reader never looks past
- * it. */
-static int ring_sample(void *ctx, void *data, size_t size)
+ * it. So is a removal whose path has no NUL within its field: the reader
+ * takes it as a string, and would read on past the event (the BPF side
+ * always ends it; the ring's memory is read-only here, so it cannot be
+ * ended for the reader). */
+int wbg_bpf_ring_sample(void *ctx, void *data, size_t size)
 {
 	struct wbg_bpf *b = ctx;
 	const struct wbg_ring_event *e = data;
+	__u32 need;
 
-	if (size < WBG_RING_HEAD_SIZE || size < wbg_ring_event_size(e->kind))
+	if (size < WBG_RING_HEAD_SIZE)
+		return 0;
+	need = wbg_ring_event_size(e->kind);
+	if (size < need)
+		return 0;
+	if (need == WBG_RING_EVENT_SIZE(removal) && !memchr(e->removal.path, 0, sizeof(e->removal.path)))
 		return 0;
 	return b->ring_cb(e, b->ring_userdata);
 }
@@ -341,7 +350,7 @@ int wbg_bpf_ring_open(struct wbg_bpf *b, wbg_ring_event_cb cb, void *userdata)
 		return -EOPNOTSUPP;
 	b->ring_cb = cb;
 	b->ring_userdata = userdata;
-	b->event_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.event_ring), ring_sample, b, NULL);
+	b->event_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.event_ring), wbg_bpf_ring_sample, b, NULL);
 	return b->event_rb ? 0 : -errno;
 }
 

@@ -98,7 +98,7 @@ static const char *shape_mismatch(const struct btf *vmlinux, const char *prog)
 }
 
 /* Which group a program belongs to, by name. */
-static unsigned program_group(const char *name)
+unsigned wbg_bpf_program_group(const char *name)
 {
 	if (strncmp(name, "wbid_", 5) == 0)
 		return WBG_BPF_WBID;
@@ -199,11 +199,11 @@ static int try_open(unsigned groups, const struct wbg_bpf_limits *lim, struct wb
 		if (i >= WBG_PROGS_MAX)
 			return log_error_errno(E2BIG, "More BPF programs than WBG_PROGS_MAX");
 		b->progs[i].name = bpf_program__name(p);
-		if (!(program_group(bpf_program__name(p)) & groups)) {
+		if (!(wbg_bpf_program_group(bpf_program__name(p)) & groups)) {
 			bpf_program__set_autoload(p, false);
 			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "not_requested");
 			log_debug("BPF program %s not loaded: its group %s was not asked for", bpf_program__name(p),
-				  wbg_bpf_group_name(program_group(bpf_program__name(p))));
+				  wbg_bpf_group_name(wbg_bpf_program_group(bpf_program__name(p))));
 		} else if (shape_mismatch(vmlinux, bpf_program__name(p))) {
 			bpf_program__set_autoload(p, false);
 			snprintf(b->progs[i].why, sizeof(b->progs[i].why), "other_event_shape");
@@ -282,7 +282,7 @@ int wbg_bpf_open(unsigned groups, const struct wbg_bpf_limits *limits, struct wb
 	/* the programs of the groups the kernel's verifier refused say so,
 	 * not that nobody asked for them */
 	for (unsigned i = 0; i < (*ret)->n_progs; i++)
-		if (program_group((*ret)->progs[i].name) & groups & ~ok)
+		if (wbg_bpf_program_group((*ret)->progs[i].name) & groups & ~ok)
 			snprintf((*ret)->progs[i].why, sizeof((*ret)->progs[i].why), "load_refused");
 	return 0;
 }

@@ -136,7 +136,9 @@ int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id);
 int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* The event ring (removals, releases, watched pods' first
- * dirtying: enum wbg_life_kind): poll its fd, then consume (cb per event). */
+ * dirtying: enum wbg_life_kind): poll its fd, then consume (cb per event).
+ * cb sees an event only as long as its kind carries (wbg_ring_event_size())
+ * and, when that is a removal's, with its path NUL-terminated in its field. */
 typedef int (*wbg_ring_event_cb)(const struct wbg_ring_event *e, void *userdata);
 int wbg_bpf_ring_open(struct wbg_bpf *b, wbg_ring_event_cb cb, void *userdata);
 int wbg_bpf_ring_fd(const struct wbg_bpf *b);

@@ -52,6 +52,15 @@ static int f_plan_mounts(void *u, struct wbg_plan *ret)
 
 static int f_plan_recorded(void *u, const dev_t *devs, const bool *bdev, size_t n, struct wbg_plan *ret)
 {
+	if (world.n_recorded < ELEMENTSOF(world.recorded)) {
+		typeof(world.recorded[0]) *c = &world.recorded[world.n_recorded++];
+
+		c->n = n;
+		for (size_t i = 0; i < n && i < ELEMENTSOF(c->devs); i++) {
+			c->devs[i] = devs[i];
+			c->bdev[i] = bdev[i];
+		}
+	}
 	*ret = (struct wbg_plan){ 0 };
 	return add_targets(ret, world.recorded_targets, "recorded");
 }

@@ -53,6 +53,14 @@ struct world {
 	uint64_t last_armed;
 	bool last_arm_stall_only;
 	unsigned pending_saves, pending_drops;
+	/* what plan_recorded was asked to plan, call by call: a record's
+	 * devices are what a recovered handover flushes */
+	struct {
+		dev_t devs[8];
+		bool bdev[8];
+		size_t n;
+	} recorded[16];
+	unsigned n_recorded;
 	/* the records */
 	unsigned ended;
 	char last_json[4096];
