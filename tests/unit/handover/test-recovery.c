@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "lifecycle-world.h"
-#include "log.h"
+#include "wbg-base.h"
 #include "pending.h"
 #include "recovery.h"
 #include "tap.h"

@@ -12,7 +12,7 @@
 
 #include "bpf-internal.h"
 #include "bpf-programs.h"
-#include "macro.h"
+#include "wbg-base.h"
 #include "tap.h"
 
 /* What the ring's reader was given */
