@@ -32,6 +32,13 @@ static inline uint64_t lc_now(const struct wbg_lifecycle *lc)
 /* The earliest deadline held, to ops->schedule; after every change
  * (lifecycle.c). */
 void lc_reschedule(struct wbg_lifecycle *lc);
+/* A fact's event, and every event its actions lead to, one cell at a
+ * time (lifecycle.c: the engine's loop over its step). plan: what the
+ * first event's WBG_ACT_SUBMIT and WBG_ACT_SAVE_PENDING take. h may be
+ * freed when it returns. The engine's entry points call it; the files
+ * below never do (they return events): the folder's tests drive a cell
+ * through it. */
+void lc_run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, struct wbg_plan *plan);
 
 /* lifecycle-active.c: the handovers in progress. */
 struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id);

@@ -293,10 +293,8 @@ static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, st
 	return carry_out(lc, h, f, s.actions, plan);
 }
 
-/* A fact's event, and every event its actions lead to, one cell at a
- * time. plan: what the first event's WBG_ACT_SUBMIT and
- * WBG_ACT_SAVE_PENDING take. h may be freed when it returns. */
-static void run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, struct wbg_plan *plan)
+/* step() until the facts run out (lifecycle-internal.h). */
+void lc_run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, struct wbg_plan *plan)
 {
 	while (f.event != LC_NO_EVENT) {
 		f = step(lc, h, f, plan);
@@ -331,7 +329,7 @@ static void run_cleanup(struct wbg_lifecycle *lc)
 			h->cleanup_done = true;
 			h->t_cleanup = now;
 		}
-		run(lc, h, fact(WBG_EVENT_CLEANED, 0), NULL); /* off the batch, onto the next */
+		lc_run(lc, h, fact(WBG_EVENT_CLEANED, 0), NULL); /* off the batch, onto the next */
 	}
 }
 
@@ -349,7 +347,7 @@ static void run_verify(struct wbg_lifecycle *lc, uint64_t now)
 		struct wbg_handover *h = lc->verify_head;
 		bool is_dirty = r >= 0 && wbstats_set_has(dirty, n, h->cgroup_id);
 
-		run(lc, h, lc_watch_verified(lc, h, r >= 0, is_dirty, now), NULL);
+		lc_run(lc, h, lc_watch_verified(lc, h, r >= 0, is_dirty, now), NULL);
 	}
 }
 
@@ -362,7 +360,7 @@ static void timed_out(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	h->outcome = WBG_OUTCOME_TIMEOUT;
 	h->reason = "flush timeout";
 	h->n_pending = 0;
-	run(lc, h, flush_over(lc, h), NULL);
+	lc_run(lc, h, flush_over(lc, h), NULL);
 }
 
 /* Drains, max ages and evidence due in the watch table: the events they
@@ -381,7 +379,7 @@ static void watch_tick(struct wbg_lifecycle *lc, uint64_t now)
 	 * looked at, into its place */
 	for (size_t i = lc->n_watched; i-- > 0;)
 		if (i < lc->n_watched)
-			run(lc, lc->watched[i], lc_watch_due(lc, lc->watched[i], known, dirty, n, now), NULL);
+			lc_run(lc, lc->watched[i], lc_watch_due(lc, lc->watched[i], known, dirty, n, now), NULL);
 	if (lc->n_watched)
 		lc_watch_at(lc, now + LC_WATCH_TICK_USEC);
 }
@@ -425,7 +423,7 @@ void lifecycle_job_done(struct wbg_lifecycle *lc, const struct flush_job *j)
 		}
 		handover_job_done(h, j);
 		if (h->n_pending == 0)
-			run(lc, h, flush_over(lc, h), NULL);
+			lc_run(lc, h, flush_over(lc, h), NULL);
 	}
 	lc_reschedule(lc);
 }
@@ -443,18 +441,18 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
 
 		ev = lc_event_move_on(lc, c, h, trigger, &plan);
-		run(lc, h, ev, &plan);
+		lc_run(lc, h, ev, &plan);
 		if (ev.event == WBG_EVENT_EMPTIED)
 			h->n_targets = t, h->n_fs = fs, h->n_inode_targets = in, h->n_bdev = bd;
 	} else {
 		ev = lc_event_start(lc, c, trigger, &h, &plan);
 		if (h) {
 			id = h->id;
-			run(lc, h, ev, &plan);
+			lc_run(lc, h, ev, &plan);
 		}
 		/* a removal already seen (the rmdir came first): watched at once */
 		if (id && (h = lc_find(lc, id)) && h->phase == WBG_PHASE_DEFERRED && h->t_removed)
-			run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
+			lc_run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
 	}
 	plan_free(&plan);
 	lc_reschedule(lc);
@@ -468,7 +466,7 @@ void lifecycle_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c)
 
 	if (ev.event == LC_NO_EVENT)
 		return;
-	run(lc, h, ev, NULL);
+	lc_run(lc, h, ev, NULL);
 	lc_reschedule(lc);
 }
 
@@ -476,7 +474,7 @@ static int evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const stru
 {
 	struct wbg_fact ev = lc_watch_evidence(lc, h, inode, lc_now(lc));
 
-	run(lc, h, ev, NULL);
+	lc_run(lc, h, ev, NULL);
 	return !!(ev.guards & WBG_GUARD_SOON);
 }
 
@@ -495,11 +493,11 @@ int lifecycle_stall(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pa
 	if (!h)
 		return -ENOMEM;
 	id = h->id;
-	run(lc, h, lc_stall_plan(lc, h, bdi_dev, &plan), &plan);
+	lc_run(lc, h, lc_stall_plan(lc, h, bdi_dev, &plan), &plan);
 	plan_free(&plan);
 	/* deferred: its cgroup is gone already, so watched at once */
 	if ((h = lc_find(lc, id)) && h->phase == WBG_PHASE_DEFERRED) {
-		run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
+		lc_run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
 		/* its first evidence is the stall itself, flushed as the
 		 * evidence cap allows (or by the tick, when it refills) */
 		h = lc_find(lc, id);
@@ -532,7 +530,7 @@ void lifecycle_released(struct wbg_lifecycle *lc, uint64_t cgroup_id)
 
 	if (!h)
 		return;
-	run(lc, h, lc_watch_released(h), NULL);
+	lc_run(lc, h, lc_watch_released(h), NULL);
 	lc_reschedule(lc);
 }
 
@@ -546,7 +544,7 @@ int lifecycle_recover(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *
 	if (!h)
 		return -ENOMEM;
 	id = h->id;
-	run(lc, h, lc_event_recovered(lc, h, devs, bdev, n, &plan), &plan);
+	lc_run(lc, h, lc_event_recovered(lc, h, devs, bdev, n, &plan), &plan);
 	plan_free(&plan);
 	lc_reschedule(lc);
 	*ret_id = id;
@@ -583,7 +581,7 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	if (v) {
 		twalk_r(lc->active, collect_active, &p);
 		for (struct wbg_handover **q = v; q < p; q++)
-			run(lc, *q, lc_event_stop(*q), NULL);
+			lc_run(lc, *q, lc_event_stop(*q), NULL);
 		free(v);
 	} else
 		log_oom();

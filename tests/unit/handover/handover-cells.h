@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The handover lifecycle's specification: what each phase does with each
+ * event when the guards hold (handover-phase.h), one list for the two
+ * tests that read it: test-handover-phase checks the table says so,
+ * test-handover-steps that the real step carries it out. */
+#pragma once
+
+#include "handover-phase.h"
+
+#define P(x) WBG_PHASE_##x
+#define E(x) WBG_EVENT_##x
+#define A(x) WBG_ACT_##x
+#define G(x) WBG_GUARD_##x
+
+/* In phase, event with guards (the route's and the state's among them)
+ * goes to next doing actions. */
+struct expect {
+	enum wbg_phase phase;
+	enum wbg_event event;
+	unsigned guards;
+	enum wbg_phase next;
+	unsigned actions;
+};
+
+/* Every phase x event that may happen; any other must end the handover as
+ * invalid. */
+static const struct expect cells[] = {
+	{ P(CHECKING), E(NOTHING), 0, P(ENDED), A(END) },
+	{ P(CHECKING), E(NOTHING), G(CHARGED), P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(CHECKING), E(DIRTY), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(ASKED), P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(EXIT_ROUTE), P(FLUSHING), A(SUBMIT) },
+	{ P(CHECKING), E(DIRTY), G(WATCH_ROUTE), P(DEFERRED), A(SAVE_PENDING) },
+
+	{ P(FLUSHING), E(EMPTIED), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(FLUSHING), E(REMOVED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(REMOVED), G(EXIT_ROUTE), P(FLUSHING), 0 },
+	{ P(FLUSHING), E(REPOPULATED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(FLUSHED), 0, P(AWAITING_REMOVAL), A(ANSWER) },
+	{ P(FLUSHING), E(FLUSHED), G(NONE_STARTED), P(ENDED), A(END) },
+	{ P(FLUSHING), E(FLUSHED), G(ASKED), P(ENDED), A(END) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE), P(CLEANUP), A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(ASKED), P(CLEANUP), A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(EXIT_ROUTE), P(CLEANUP), A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(FLUSHED), G(GONE) | G(EXIT_ROUTE) | G(WAS_WATCHED), P(CLEANUP),
+	  A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP) },
+	{ P(FLUSHING), E(EVIDENCE), 0, P(FLUSHING), A(NOTE_EVIDENCE) },
+	{ P(FLUSHING), E(EVIDENCE), G(SOON), P(FLUSHING), A(NOTE_EVIDENCE) },
+	{ P(FLUSHING), E(RELEASED), 0, P(FLUSHING), 0 },
+	{ P(FLUSHING), E(STOP), 0, P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+
+	{ P(AWAITING_REMOVAL), E(EMPTIED), 0, P(FLUSHING), A(SUBMIT) },
+	{ P(AWAITING_REMOVAL), E(REMOVED), 0, P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(AWAITING_REMOVAL), E(REMOVED), G(EXIT_ROUTE), P(CLEANUP), A(WATCH) | A(QUEUE_CLEANUP) },
+	{ P(AWAITING_REMOVAL), E(REPOPULATED), 0, P(ENDED), A(END) },
+	{ P(AWAITING_REMOVAL), E(STOP), 0, P(ENDED), A(END) },
+
+	{ P(DEFERRED), E(EMPTIED), G(WATCH_ROUTE), P(DEFERRED), 0 },
+	{ P(DEFERRED), E(REMOVED), G(WATCH_ROUTE), P(WATCHED), A(WATCH) },
+	{ P(DEFERRED), E(REPOPULATED), G(WATCH_ROUTE), P(ENDED), A(END) },
+	{ P(DEFERRED), E(STOP), G(WATCH_ROUTE), P(ENDED), A(KEEP_PENDING) | A(END) },
+
+	{ P(WATCHED), E(WATCH_REFUSED), G(GONE), P(FLUSHING), A(FLUSH_ALL) },
+	{ P(WATCHED), E(DRAINED), G(GONE), P(CLEANUP), A(QUEUE_CLEANUP) },
+	{ P(WATCHED), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(WATCHED), E(EVIDENCE), G(GONE) | G(SOON), P(WATCHED), A(NOTE_EVIDENCE) },
+	{ P(WATCHED), E(AGED), G(GONE), P(FLUSHING), A(FLUSH_ALL) },
+	{ P(WATCHED), E(AGED), G(GONE) | G(FLUSHED_BEFORE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(WATCHED), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(WATCHED), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+
+	{ P(CLEANUP), E(CLEANED), G(GONE), P(VERIFY), A(QUEUE_VERIFY) },
+	{ P(CLEANUP), E(WATCH_REFUSED), G(GONE), P(CLEANUP), A(QUEUE_CLEANUP) | A(ANSWER) },
+	{ P(CLEANUP), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(CLEANUP), E(EVIDENCE), G(GONE) | G(SOON), P(CLEANUP), A(NOTE_EVIDENCE) },
+	{ P(CLEANUP), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(CLEANUP), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+
+	{ P(VERIFY), E(VERIFIED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(DIRTY), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(WATCH_AGAIN), P(WATCHED), A(ARM_STALL) },
+	{ P(VERIFY), E(VERIFIED), G(GONE) | G(DIRTY) | G(WATCH_AGAIN), P(WATCHED), A(ARM_STALL) },
+	{ P(VERIFY), E(EVIDENCE), G(GONE), P(FLUSHING), A(FLUSH_INODES) },
+	{ P(VERIFY), E(EVIDENCE), G(GONE) | G(SOON), P(VERIFY), A(NOTE_EVIDENCE) },
+	{ P(VERIFY), E(RELEASED), G(GONE), P(ENDED), A(UNWATCH) | A(END) },
+	{ P(VERIFY), E(STOP), G(GONE), P(ENDED), A(UNWATCH) | A(KEEP_PENDING) | A(END) },
+};
