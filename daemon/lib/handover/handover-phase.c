@@ -9,16 +9,19 @@
 #define G(x) WBG_GUARD_##x
 
 /* One cell: in phase, event, with every guard of when holding and none of
- * unless, goes to next doing actions. */
+ * unless, goes to next doing actions; a cell that ends the handover names
+ * its outcome. */
 struct cell {
 	enum wbg_phase phase;
 	enum wbg_event event;
 	unsigned when, unless;
 	enum wbg_phase next;
 	unsigned actions;
+	enum wbg_end end;
 };
 
-#define ON(ph, ev, w, u, nx, acts) { P(ph), E(ev), (w), (u), P(nx), (acts) }
+#define ON(ph, ev, w, u, nx, acts) { P(ph), E(ev), (w), (u), P(nx), (acts), WBG_END_NONE }
+#define END(ph, ev, w, u, outcome, acts) { P(ph), E(ev), (w), (u), P(ENDED), (acts) | A(END), WBG_END_##outcome }
 #define ANY 0
 
 /* The whole lifecycle. For each phase and event the cells are tried in
@@ -27,7 +30,7 @@ struct cell {
 static const struct cell table[] = {
 	/* CHECKING: what the first plan found */
 	ON(CHECKING, NOTHING, G(CHARGED), ANY, CLEANUP, A(QUEUE_CLEANUP)),
-	ON(CHECKING, NOTHING, ANY, ANY, ENDED, A(END)),
+	END(CHECKING, NOTHING, ANY, ANY, RECORDED, 0),
 	ON(CHECKING, DIRTY, G(WATCH_ROUTE), ANY, DEFERRED, A(SAVE_PENDING)),
 	ON(CHECKING, DIRTY, ANY, G(WATCH_ROUTE), FLUSHING, A(SUBMIT)),
 
@@ -35,16 +38,16 @@ static const struct cell table[] = {
 	ON(FLUSHING, EMPTIED, ANY, ANY, FLUSHING, A(SUBMIT)),
 	ON(FLUSHING, REMOVED, ANY, ANY, FLUSHING, 0),
 	ON(FLUSHING, REPOPULATED, ANY, ANY, FLUSHING, 0),
-	ON(FLUSHING, FLUSHED, G(NONE_STARTED), ANY, ENDED, A(END)),
+	END(FLUSHING, FLUSHED, G(NONE_STARTED), ANY, RECORDED, 0),
 	/* the exit recipe's flush, the cgroup gone: watched for what it missed */
 	ON(FLUSHING, FLUSHED, G(GONE) | G(EXIT_ROUTE), G(WAS_WATCHED), CLEANUP, A(ANSWER) | A(WATCH) | A(QUEUE_CLEANUP)),
 	ON(FLUSHING, FLUSHED, G(GONE), ANY, CLEANUP, A(ANSWER) | A(ARM_STALL) | A(QUEUE_CLEANUP)),
-	ON(FLUSHING, FLUSHED, G(ASKED), ANY, ENDED, A(END)),
+	END(FLUSHING, FLUSHED, G(ASKED), ANY, RECORDED, 0),
 	ON(FLUSHING, FLUSHED, ANY, ANY, AWAITING_REMOVAL, A(ANSWER)),
 	ON(FLUSHING, EVIDENCE, ANY, ANY, FLUSHING, A(NOTE_EVIDENCE)),
 	/* its wbs are gone, but the flush ends first */
 	ON(FLUSHING, RELEASED, ANY, ANY, FLUSHING, 0),
-	ON(FLUSHING, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+	END(FLUSHING, STOP, ANY, ANY, INTERRUPTED, A(UNWATCH) | A(KEEP_PENDING)),
 
 	ON(AWAITING_REMOVAL, EMPTIED, ANY, ANY, FLUSHING, A(SUBMIT)),
 	/* the exit recipe: the kernel's own offline cleanup moved its inodes
@@ -52,13 +55,13 @@ static const struct cell table[] = {
 	 * since, and the watch a writer that keeps it so */
 	ON(AWAITING_REMOVAL, REMOVED, G(EXIT_ROUTE), ANY, CLEANUP, A(WATCH) | A(QUEUE_CLEANUP)),
 	ON(AWAITING_REMOVAL, REMOVED, ANY, ANY, CLEANUP, A(QUEUE_CLEANUP)),
-	ON(AWAITING_REMOVAL, REPOPULATED, ANY, ANY, ENDED, A(END)),
-	ON(AWAITING_REMOVAL, STOP, ANY, ANY, ENDED, A(END)),
+	END(AWAITING_REMOVAL, REPOPULATED, ANY, ANY, RECORDED, 0),
+	END(AWAITING_REMOVAL, STOP, ANY, ANY, RECORDED, 0),
 
 	ON(DEFERRED, EMPTIED, ANY, ANY, DEFERRED, 0),
 	ON(DEFERRED, REMOVED, ANY, G(EXIT_ROUTE), WATCHED, A(WATCH)),
-	ON(DEFERRED, REPOPULATED, ANY, ANY, ENDED, A(END)),
-	ON(DEFERRED, STOP, ANY, ANY, ENDED, A(KEEP_PENDING) | A(END)),
+	END(DEFERRED, REPOPULATED, ANY, ANY, CLEAN, 0),
+	END(DEFERRED, STOP, ANY, ANY, INTERRUPTED, A(KEEP_PENDING)),
 
 	/* the watch table full: flushed as eager would */
 	ON(WATCHED, WATCH_REFUSED, ANY, ANY, FLUSHING, A(FLUSH_ALL)),
@@ -66,11 +69,11 @@ static const struct cell table[] = {
 	ON(WATCHED, EVIDENCE, G(SOON), ANY, WATCHED, A(NOTE_EVIDENCE)),
 	ON(WATCHED, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
 	/* flushed, and still dirty or stalling at its max age: given up */
-	ON(WATCHED, AGED, G(FLUSHED_BEFORE), ANY, ENDED, A(UNWATCH) | A(END)),
+	END(WATCHED, AGED, G(FLUSHED_BEFORE), ANY, WATCHED, A(UNWATCH)),
 	/* never flushed: the kernel should have drained it; flushed now */
 	ON(WATCHED, AGED, ANY, ANY, FLUSHING, A(FLUSH_ALL)),
-	ON(WATCHED, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
-	ON(WATCHED, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+	END(WATCHED, RELEASED, ANY, ANY, WATCHED, A(UNWATCH)),
+	END(WATCHED, STOP, ANY, ANY, INTERRUPTED, A(UNWATCH) | A(KEEP_PENDING)),
 
 	ON(CLEANUP, CLEANED, ANY, ANY, VERIFY, A(QUEUE_VERIFY)),
 	/* the exit recipe's watch refused (the table full): answered,
@@ -79,19 +82,19 @@ static const struct cell table[] = {
 	/* the writer waits now: evidence wins over the batch */
 	ON(CLEANUP, EVIDENCE, G(SOON), ANY, CLEANUP, A(NOTE_EVIDENCE)),
 	ON(CLEANUP, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
-	ON(CLEANUP, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	END(CLEANUP, RELEASED, ANY, ANY, WATCHED, A(UNWATCH)),
 	/* its pending record kept: the cleanup may not have moved the
 	 * dying wb's inodes yet */
-	ON(CLEANUP, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+	END(CLEANUP, STOP, ANY, ANY, INTERRUPTED, A(UNWATCH) | A(KEEP_PENDING)),
 
 	/* dirtied again by a writer still on the dying wb: watched again */
 	ON(VERIFY, VERIFIED, G(WATCH_AGAIN), ANY, WATCHED, A(ARM_STALL)),
-	ON(VERIFY, VERIFIED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	END(VERIFY, VERIFIED, ANY, ANY, WATCHED, A(UNWATCH)),
 	ON(VERIFY, EVIDENCE, G(SOON), ANY, VERIFY, A(NOTE_EVIDENCE)),
 	ON(VERIFY, EVIDENCE, ANY, ANY, FLUSHING, A(FLUSH_INODES)),
-	ON(VERIFY, RELEASED, ANY, ANY, ENDED, A(UNWATCH) | A(END)),
+	END(VERIFY, RELEASED, ANY, ANY, WATCHED, A(UNWATCH)),
 	/* not verified clean yet: kept, as in the cleanup */
-	ON(VERIFY, STOP, ANY, ANY, ENDED, A(UNWATCH) | A(KEEP_PENDING) | A(END)),
+	END(VERIFY, STOP, ANY, ANY, INTERRUPTED, A(UNWATCH) | A(KEEP_PENDING)),
 	/* ENDED: freed at once; nothing reaches it */
 };
 
@@ -105,7 +108,7 @@ struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event, unsign
 		const struct cell *c = &table[i];
 
 		if (c->phase == phase && c->event == event && (guards & c->when) == c->when && !(guards & c->unless))
-			return (struct wbg_step){ .next = c->next, .actions = c->actions };
+			return (struct wbg_step){ .next = c->next, .actions = c->actions, .end = c->end };
 	}
 	return invalid;
 }
@@ -144,6 +147,13 @@ const char *wbg_route_to_string(enum wbg_route r)
 	static const char *const s[] = { "flush", "watch", "exit", "asked" };
 
 	return (unsigned)r < ELEMENTSOF(s) ? s[r] : "?";
+}
+
+const char *wbg_end_to_string(enum wbg_end e)
+{
+	static const char *const s[] = { "none", "recorded", "clean", "watched", "interrupted" };
+
+	return (unsigned)e < ELEMENTSOF(s) ? s[e] : "?";
 }
 
 const char *wbg_guard_to_string(enum wbg_guard g)
@@ -208,6 +218,8 @@ void handover_phase_diagram(FILE *f)
 			fputc(']', f);
 		sep = " / ";
 		print_flags(f, c->actions, _WBG_ACT_COUNT, action_name, "", &sep);
+		if (c->end != WBG_END_NONE)
+			fprintf(f, " (%s)", wbg_end_to_string(c->end));
 		fputc('\n', f);
 	}
 	fprintf(f, "    %s --> [*]\n", wbg_phase_to_string(P(ENDED)));

@@ -113,10 +113,22 @@ enum wbg_action {
 };
 #define _WBG_ACT_COUNT 13
 
+/* How a cell that ends a handover names its outcome. */
+enum wbg_end {
+	WBG_END_NONE,        /* the cell does not end it */
+	WBG_END_RECORDED,    /* what its record says: the fact's finding (clean, no targets, children,
+				disabled, failed), else its flush's (flushed, failed, timeout) */
+	WBG_END_CLEAN,       /* nothing was written, and nothing needed to be */
+	WBG_END_WATCHED,     /* a watched one's: drained by itself, else its flushes'; others as recorded */
+	WBG_END_INTERRUPTED, /* wbguardd stopped first: the next start redoes what its pending record names */
+	_WBG_END_MAX,
+};
+
 struct wbg_step {
 	enum wbg_phase next;
 	unsigned actions;
-	bool invalid; /* a cell that must not happen: ends the handover */
+	enum wbg_end end; /* with WBG_ACT_END */
+	bool invalid;     /* a cell that must not happen: ends the handover (failed) */
 };
 
 /* The one place a phase changes: what follows event in phase, with guards
@@ -130,6 +142,7 @@ const char *wbg_event_to_string(enum wbg_event e);
 const char *wbg_action_to_string(enum wbg_action a);
 const char *wbg_guard_to_string(enum wbg_guard g);
 const char *wbg_route_to_string(enum wbg_route r);
+const char *wbg_end_to_string(enum wbg_end e);
 /* The table as a Mermaid state diagram (docs/design.md holds its output;
  * a unit test checks that the two agree). */
 void handover_phase_diagram(FILE *f);

@@ -231,9 +231,7 @@ struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *
 		return LC_NO_FACT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
-	h->reason = "repopulated before removal";
-	if (h->phase == WBG_PHASE_DEFERRED) /* on-evidence: nothing was flushed, and its wb never died */
-		h->outcome = WBG_OUTCOME_CLEAN;
+	h->reason = "repopulated before removal"; /* deferred: clean (nothing flushed, its wb never died) */
 	return fact(WBG_EVENT_REPOPULATED, 0);
 }
 
@@ -248,22 +246,6 @@ struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover
 	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
 	h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
 	return fact(WBG_EVENT_NOTHING, 0);
-}
-
-struct wbg_fact lc_event_stop(struct wbg_handover *h)
-{
-	/* a flush, a deferral or a watch interrupted keeps its pending
-	 * record, and the next start flushes what it names */
-	if (h->phase == WBG_PHASE_FLUSHING) {
-		h->outcome = WBG_OUTCOME_INTERRUPTED;
-		h->reason = "daemon stopped during the flush";
-	} else if (h->outcome == WBG_OUTCOME_PENDING && h->phase == WBG_PHASE_DEFERRED) {
-		/* on-evidence, dirty and emptied, not yet removed: nothing
-		 * was flushed */
-		h->outcome = WBG_OUTCOME_INTERRUPTED;
-		h->reason = "daemon stopped before its removal";
-	}
-	return fact(WBG_EVENT_STOP, 0);
 }
 
 void lifecycle_job_type(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const char *type)

@@ -89,8 +89,6 @@ struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *
 /* A recovered handover's first event (plan: what its record named). */
 struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,
 				  size_t n, struct wbg_plan *plan);
-/* Stopping: its outcome as it stands, and STOP. */
-struct wbg_fact lc_event_stop(struct wbg_handover *h);
 
 /* lifecycle-stall.c: the stall itself as evidence. */
 /* 1: a stall handover is to start; else what lifecycle_stall() returns
@@ -109,8 +107,11 @@ uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc);
 int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h);
 /* Out of the table, its end counted by how the event ended it. */
 void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f);
-/* Its outcome, at its end, from how the watch went. */
-void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f);
+/* A watched one ends, however: how its watch went, counted. */
+void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h);
+/* Its outcome, when its ending cell says the watch's (WBG_END_WATCHED):
+ * drained by itself, else its flushes'; one already recorded stays. */
+void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f);
 /* The watch's next look at usec, or sooner. */
 void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec);
 struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id);

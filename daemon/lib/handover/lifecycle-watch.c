@@ -130,18 +130,19 @@ void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wb
 	lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
 }
 
-void lc_watch_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
+void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h)
 {
 	if (h->verify == 0) {
 		lc->stats.verify_dirty++;
 		log_notice("A dying wb of %s is still dirty at watch_max_age_sec; no longer watched", h->path);
 	}
+}
+
+void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f)
+{
 	if (h->outcome != WBG_OUTCOME_PENDING)
 		return;
-	if (f.event == WBG_EVENT_STOP) {
-		h->outcome = WBG_OUTCOME_INTERRUPTED;
-		h->reason = "daemon stopped while its dying wb was watched";
-	} else if (h->flushes || h->route == WBG_ROUTE_EXIT) {
+	if (h->flushes || h->route == WBG_ROUTE_EXIT) {
 		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
 		h->reason = h->expired ? "not drained at watch_max_age_sec: flushed" : NULL;
 	} else {

@@ -175,10 +175,40 @@ static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover 
 	return fact(WBG_EVENT_FLUSHED, 0); /* where it goes: the route's, and whether the cgroup is gone */
 }
 
+/* The outcome an ending cell names (enum wbg_end); from: the phase it
+ * left. */
+static void end_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, enum wbg_phase from,
+			enum wbg_end end)
+{
+	if (h->was_watched)
+		lc_watch_ended(lc, h);
+	switch (end) {
+	case WBG_END_CLEAN:
+		h->outcome = WBG_OUTCOME_CLEAN;
+		break;
+	case WBG_END_INTERRUPTED:
+		/* a flush under way is redone whatever was recorded; a
+		 * deferral or a watch only while nothing was */
+		if (from != WBG_PHASE_FLUSHING && h->outcome != WBG_OUTCOME_PENDING)
+			break;
+		h->outcome = WBG_OUTCOME_INTERRUPTED;
+		h->reason = from == WBG_PHASE_FLUSHING	   ? "daemon stopped during the flush"
+			    : from == WBG_PHASE_DEFERRED ? "daemon stopped before its removal"
+							 : "daemon stopped while its dying wb was watched";
+		break;
+	case WBG_END_WATCHED:
+		if (h->was_watched)
+			lc_watch_outcome(h, f);
+		break;
+	default: /* recorded: retire() makes a pending one its flush's */
+		break;
+	}
+}
+
 /* The actions of a cell, in their order; returns what they found out as
  * the next event (LC_NO_EVENT: nothing, or h ended and freed). */
 static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
-				 unsigned actions, struct wbg_plan *plan)
+				 enum wbg_phase from, unsigned actions, enum wbg_end end, struct wbg_plan *plan)
 {
 	uint64_t now = lc_now(lc);
 	unsigned pending_before = h->n_pending;
@@ -223,8 +253,8 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 	}
 	if (actions & WBG_ACT_ANSWER)
 		lc_answer(lc, h);
-	if (actions & WBG_ACT_END && h->was_watched)
-		lc_watch_outcome(lc, h, f);
+	if (actions & WBG_ACT_END)
+		end_outcome(lc, h, f, from, end);
 	if (actions & WBG_ACT_UNWATCH)
 		lc_watch_remove(lc, h, f);
 	if (actions & WBG_ACT_KEEP_PENDING)
@@ -290,7 +320,7 @@ static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, st
 	if (from == WBG_PHASE_VERIFY && s.next != from)
 		queue_unlink(&lc->verify_head, &lc->verify_tail, h);
 	h->phase = s.next;
-	return carry_out(lc, h, f, s.actions, plan);
+	return carry_out(lc, h, f, from, s.actions, s.end, plan);
 }
 
 /* step() until the facts run out (lifecycle-internal.h). */
@@ -581,7 +611,7 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	if (v) {
 		twalk_r(lc->active, collect_active, &p);
 		for (struct wbg_handover **q = v; q < p; q++)
-			lc_run(lc, *q, lc_event_stop(*q), NULL);
+			lc_run(lc, *q, fact(WBG_EVENT_STOP, 0), NULL); /* the cell says how it ends */
 		free(v);
 	} else
 		log_oom();

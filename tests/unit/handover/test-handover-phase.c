@@ -55,7 +55,7 @@ static bool is_invalid(struct wbg_step s, enum wbg_phase p)
 
 /* Guards that make a phase and event invalid. */
 static const struct expect refused[] = {
-	{ P(DEFERRED), E(REMOVED), G(EXIT_ROUTE), P(ENDED), 0 }, /* deferred is the watch route's */
+	{ P(DEFERRED), E(REMOVED), G(EXIT_ROUTE), P(ENDED), 0, END(NONE) }, /* deferred is the watch route's */
 };
 
 /* Whether an expectation or refusal for phase and event holds guard g:
@@ -87,14 +87,18 @@ int main(int argc, char **argv)
 		const struct expect *x = &cells[i];
 		struct wbg_step s = handover_step(x->phase, x->event, x->guards);
 
-		if (s.invalid || s.next != x->next || s.actions != x->actions) {
+		if (s.invalid || s.next != x->next || s.actions != x->actions || s.end != x->end) {
 			wrong++;
 			printf("# %s x %s (guards %#x): got %s (%#x%s), expected %s (%#x)\n", wbg_phase_to_string(x->phase),
 			       wbg_event_to_string(x->event), x->guards, wbg_phase_to_string(s.next), s.actions,
 			       s.invalid ? ", invalid" : "", wbg_phase_to_string(x->next), x->actions);
 		}
 	}
-	CHECK(wrong == 0, "all %zu expected cells go where they should, with their actions", ELEMENTSOF(cells));
+	CHECK(wrong == 0, "all %zu expected cells go where they should, with their actions and outcome", ELEMENTSOF(cells));
+	wrong = 0;
+	for (size_t i = 0; i < ELEMENTSOF(cells); i++)
+		wrong += (cells[i].next == P(ENDED)) != (cells[i].end != WBG_END_NONE);
+	CHECK(wrong == 0, "every cell that ends a handover names its outcome, and no other does");
 	/* a phase and event no expectation names must not happen, whatever
 	 * the guards */
 	for (unsigned p = 0; p < _WBG_PHASE_MAX; p++)
@@ -126,7 +130,7 @@ int main(int argc, char **argv)
 
 			if (with == x->guards || mentions(x->phase, x->event, 1U << g))
 				continue;
-			if (s.invalid || s.next != x->next || s.actions != x->actions) {
+			if (s.invalid || s.next != x->next || s.actions != x->actions || s.end != x->end) {
 				wrong++;
 				printf("# %s x %s: guard %s changed it\n", wbg_phase_to_string(x->phase),
 				       wbg_event_to_string(x->event), wbg_guard_to_string(1U << g));
@@ -166,6 +170,7 @@ int main(int argc, char **argv)
 	CHECK(strcmp(wbg_guard_to_string(G(WAS_WATCHED)), "was_watched") == 0, "a guard's name");
 	CHECK(strcmp(wbg_action_to_string(A(QUEUE_CLEANUP)), "queue_cleanup") == 0, "an action's name");
 	CHECK(strcmp(wbg_route_to_string(WBG_ROUTE_EXIT), "exit") == 0, "a route's name");
+	CHECK(strcmp(wbg_end_to_string(WBG_END_INTERRUPTED), "interrupted") == 0, "an outcome's name");
 	wrong = 0;
 	for (unsigned e = 0; e < _WBG_EVENT_MAX; e++)
 		wrong += strcmp(wbg_event_to_string(e), "?") == 0;
@@ -185,6 +190,8 @@ int main(int argc, char **argv)
 	      "the diagram draws a cell with its actions");
 	CHECK(drawn && strstr(drawn, "verify --> watched: verified [watch_again] / arm_stall\n"),
 	      "the diagram draws a cell's guards");
+	CHECK(drawn && strstr(drawn, "deferred --> ended: stop / keep_pending, end (interrupted)\n"),
+	      "the diagram draws an ending cell's outcome");
 	CHECK(drawn && strstr(drawn, "deferred --> watched: removed [not exit_route] / watch\n"),
 	      "the diagram draws the guards a cell refuses");
 	if (argc > 1) {

@@ -224,6 +224,12 @@ static void carry(const struct expect *x, bool invalid)
 	      invalid ? "yes" : "no");
 	if (ended) {
 		CHECK(world.last_outcome != WBG_OUTCOME_PENDING, "%s: recorded with an outcome", name);
+		/* the outcomes a cell fixes; recorded and watched ones
+		 * depend on what came before (test-lifecycle*) */
+		if (x->end == WBG_END_INTERRUPTED)
+			CHECK(world.last_outcome == WBG_OUTCOME_INTERRUPTED, "%s: recorded as interrupted", name);
+		if (x->end == WBG_END_CLEAN)
+			CHECK(world.last_outcome == WBG_OUTCOME_CLEAN, "%s: recorded as clean", name);
 		CHECK((world.last_reason && strncmp(world.last_reason, "lifecycle:", 10) == 0) == invalid,
 		      "%s: the reason %s the lifecycle", name, invalid ? "names" : "does not name");
 	}
@@ -241,7 +247,7 @@ static void test_cells(void)
  * handover, which is on no batch. */
 static void test_invalid(void)
 {
-	static const struct expect x = { P(WATCHED), E(CLEANED), G(GONE), P(ENDED), A(UNWATCH) | A(END) };
+	static const struct expect x = { P(WATCHED), E(CLEANED), G(GONE), P(ENDED), A(UNWATCH) | A(END), END(NONE) };
 
 	carry(&x, true);
 }
