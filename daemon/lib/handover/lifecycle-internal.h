@@ -29,6 +29,15 @@ static inline uint64_t lc_now(const struct wbg_lifecycle *lc)
 	return lc->world.clock->now(lc->world.clock_data);
 }
 
+/* What one step did, for the parts that observe it: the watch table and
+ * the waiters. */
+struct wbg_step_out {
+	struct wbg_handover *h;
+	struct wbg_fact fact; /* the fact stepped, with every guard that held */
+	enum wbg_phase from;  /* h->phase is where it went */
+	unsigned actions;
+};
+
 /* The earliest deadline held, to ops->schedule; after every change
  * (lifecycle.c). */
 void lc_reschedule(struct wbg_lifecycle *lc);
@@ -59,7 +68,9 @@ void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes);
 /* lifecycle-waiters.c: the API's waiters and the recent ring. */
 /* The flush is over: waiters hear what it came to (a watched one's
  * outcome waits for its end). */
-void lc_answer(struct wbg_lifecycle *lc, struct wbg_handover *h);
+/* The waiters' part of a step: ANSWER (the flush is over: they hear what
+ * it came to; a watched handover's outcome waits for its end). */
+void lc_waiters_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o);
 void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *outcome);
 uint64_t lc_waiters_next_due(const struct wbg_lifecycle *lc);
 void lc_waiters_expire(struct wbg_lifecycle *lc, uint64_t now);
@@ -103,10 +114,13 @@ void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now);
 uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc);
 
 /* lifecycle-watch.c: the watch table. */
-/* Watched (0); -ENOSPC: the table is full (counted). */
-int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h);
-/* Out of the table, its end counted by how the event ended it. */
-void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f);
+/* The watch table's part of a step: a flush of a watched one counted,
+ * WATCH (a refusal is the next fact: WATCH_REFUSED), ARM_STALL, UNWATCH,
+ * NOTE_EVIDENCE; LC_NO_FACT when nothing was refused. */
+struct wbg_fact lc_watch_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o);
+/* After a step that did not end h: a watched one's noted evidence is
+ * looked at reflush_sec after its last flush. */
+void lc_watch_after(struct wbg_lifecycle *lc, const struct wbg_handover *h);
 /* A watched one ends, however: how its watch went, counted. */
 void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h);
 /* Its outcome, when its ending cell says the watch's (WBG_END_WATCHED):

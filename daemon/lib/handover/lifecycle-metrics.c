@@ -8,7 +8,7 @@
 void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 {
 	const struct wbg_lifecycle_stats *st = &lc->stats;
-	const struct wbg_watch_stats *ds = &lc->watch_stats;
+	const struct wbg_watch_stats *ds = &lc->watch.stats;
 	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
 
 	metric_family(f, "wbguard_handovers_total", "counter",
@@ -41,12 +41,12 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 		      "API callers (the hook at poststop) not waited for, by reason: the table of 256 was full, "
 		      "their tenant had 64, or it was above its floor and the pool above floors was taken. Their "
 		      "flush goes on; only the wait is refused.");
-	share_metrics(f, &lc->waiter_share, "wbguard_flush_waiters_refused_total",
+	share_metrics(f, &lc->waiters.share, "wbguard_flush_waiters_refused_total",
 		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "full",
 								   [WBG_SHARE_TENANT] = "tenant_cap",
 								   [WBG_SHARE_POOL] = "tenant_pool" });
 	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
-		     (double)lc->n_waiters);
+		     (double)lc->waiters.n);
 
 	metric_family(f, "wbguard_flush_mode", "gauge", "The flush mode in effect: 1 on its mode.");
 	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !lc->params.on_evidence && !lc->params.at_exit);
@@ -60,17 +60,17 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"inodes\"} %" PRIu64 "\n", st->exit_targets_inodes);
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"syncfs\"} %" PRIu64 "\n", st->exit_targets_syncfs);
 	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
-		     (double)lc->n_watched);
+		     (double)lc->watch.n);
 	metric_counter(f, "wbguard_dying_watch_full_total",
 		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.",
-		       lc->watch_share.refused[WBG_SHARE_FULL]);
+		       lc->watch.share.refused[WBG_SHARE_FULL]);
 	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
 		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
-		       lc->watch_share.refused[WBG_SHARE_TENANT]);
+		       lc->watch.share.refused[WBG_SHARE_TENANT]);
 	metric_counter(f, "wbguard_dying_watch_pool_full_total",
 		       "Removals flushed eagerly because their tenant was above its floor of the watch table and "
 		       "the pool above floors was taken.",
-		       lc->watch_share.refused[WBG_SHARE_POOL]);
+		       lc->watch.share.refused[WBG_SHARE_POOL]);
 	metric_counter(f, "wbguard_dying_evidence_total",
 		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
 		       ds->evidence);

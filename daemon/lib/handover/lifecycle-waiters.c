@@ -23,12 +23,12 @@ static void waiter_free(struct wbg_lifecycle *lc, struct wbg_waiter *w)
 {
 	struct wbg_waiter **p;
 
-	for (p = &lc->waiters; *p && *p != w; p = &(*p)->next)
+	for (p = &lc->waiters.head; *p && *p != w; p = &(*p)->next)
 		;
 	if (*p) {
 		*p = w->next;
-		lc->n_waiters--;
-		share_give(&lc->waiter_share, w->pooled);
+		lc->waiters.n--;
+		share_give(&lc->waiters.share, w->pooled);
 	}
 	lc->world.audience->call_unref(lc->world.audience_data, w->call);
 	free(w);
@@ -38,7 +38,7 @@ static void waiter_free(struct wbg_lifecycle *lc, struct wbg_waiter *w)
  * waits for it. */
 void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *outcome)
 {
-	struct wbg_waiter *w = lc->waiters, *next;
+	struct wbg_waiter *w = lc->waiters.head, *next;
 
 	for (; w; w = next) {
 		next = w->next;
@@ -49,11 +49,13 @@ void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, co
 	}
 }
 
-/* The flush is over: for waiters, what it came to. A watched handover's
- * outcome waits for its end. */
-void lc_answer(struct wbg_lifecycle *lc, struct wbg_handover *h)
+void lc_waiters_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *out)
 {
+	struct wbg_handover *h = out->h;
 	enum wbg_outcome o = h->outcome;
+
+	if (!(out->actions & WBG_ACT_ANSWER))
+		return;
 
 	if (o == WBG_OUTCOME_PENDING)
 		o = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
@@ -66,7 +68,7 @@ uint64_t lc_waiters_next_due(const struct wbg_lifecycle *lc)
 {
 	uint64_t next = 0;
 
-	for (const struct wbg_waiter *w = lc->waiters; w; w = w->next)
+	for (const struct wbg_waiter *w = lc->waiters.head; w; w = w->next)
 		if (!next || w->due < next)
 			next = w->due;
 	return next;
@@ -74,7 +76,7 @@ uint64_t lc_waiters_next_due(const struct wbg_lifecycle *lc)
 
 void lc_waiters_expire(struct wbg_lifecycle *lc, uint64_t now)
 {
-	struct wbg_waiter *w = lc->waiters, *next;
+	struct wbg_waiter *w = lc->waiters.head, *next;
 
 	for (; w; w = next) {
 		next = w->next;
@@ -89,7 +91,7 @@ void lc_waiters_expire(struct wbg_lifecycle *lc, uint64_t now)
 unsigned lifecycle_drop_waiters(struct wbg_lifecycle *lc, bool (*match)(void *call, const void *data),
 				const void *data)
 {
-	struct wbg_waiter *w = lc->waiters, *next;
+	struct wbg_waiter *w = lc->waiters.head, *next;
 	unsigned n = 0;
 
 	for (; w; w = next) {
@@ -147,29 +149,29 @@ int lc_waiter_add(struct wbg_lifecycle *lc, const struct wbg_handover *h, void *
 	struct wbg_waiter *w;
 	bool pooled;
 
-	for (struct wbg_waiter *o = lc->waiters; o; o = o->next)
+	for (struct wbg_waiter *o = lc->waiters.head; o; o = o->next)
 		of_tenant += o->tenant == h->tenant;
-	share_set(&lc->waiter_share, WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT);
-	if (share_take(&lc->waiter_share, true, of_tenant, &pooled) != WBG_SHARE_TAKEN)
+	share_set(&lc->waiters.share, WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT);
+	if (share_take(&lc->waiters.share, true, of_tenant, &pooled) != WBG_SHARE_TAKEN)
 		return -EBUSY;
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		share_give(&lc->waiter_share, pooled);
+		share_give(&lc->waiters.share, pooled);
 		return -ENOMEM;
 	}
 	*w = (struct wbg_waiter){ .call = lc->world.audience->call_ref(lc->world.audience_data, call), .handover_id = h->id,
 				  .tenant = h->tenant, .pooled = pooled,
-				  .due = lc_now(lc) + timeout_usec, .next = lc->waiters };
-	lc->waiters = w;
-	lc->n_waiters++;
+				  .due = lc_now(lc) + timeout_usec, .next = lc->waiters.head };
+	lc->waiters.head = w;
+	lc->waiters.n++;
 	return 0;
 }
 
 void lc_waiters_stop(struct wbg_lifecycle *lc)
 {
-	while (lc->waiters) {
-		lc->world.audience->reply(lc->world.audience_data, lc->waiters->call, lc->waiters->handover_id, "pending", "daemon stopping");
-		waiter_free(lc, lc->waiters);
+	while (lc->waiters.head) {
+		lc->world.audience->reply(lc->world.audience_data, lc->waiters.head->call, lc->waiters.head->handover_id, "pending", "daemon stopping");
+		waiter_free(lc, lc->waiters.head);
 	}
 }
 

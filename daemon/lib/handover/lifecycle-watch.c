@@ -27,27 +27,28 @@
 
 static ssize_t watch_index(const struct wbg_lifecycle *lc, const struct wbg_handover *h)
 {
-	for (size_t i = 0; i < lc->n_watched; i++)
-		if (lc->watched[i] == h)
+	for (size_t i = 0; i < lc->watch.n; i++)
+		if (lc->watch.v[i] == h)
 			return (ssize_t)i;
 	return -1;
 }
 
 struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
-	for (size_t i = 0; i < lc->n_watched; i++)
-		if (lc->watched[i]->cgroup_id == cgroup_id)
-			return lc->watched[i];
+	for (size_t i = 0; i < lc->watch.n; i++)
+		if (lc->watch.v[i]->cgroup_id == cgroup_id)
+			return lc->watch.v[i];
 	return NULL;
 }
 
 void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec)
 {
-	if (!lc->watch_due || usec < lc->watch_due)
-		lc->watch_due = usec;
+	if (!lc->watch.due || usec < lc->watch.due)
+		lc->watch.due = usec;
 }
 
-int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
+/* Watched (0); -ENOSPC: the table is full (counted). */
+static int watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
 	uint64_t now = lc_now(lc);
 	enum wbg_share_refusal refusal;
@@ -55,45 +56,45 @@ int lc_watch_add(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	bool pooled;
 	int r;
 
-	share_set(&lc->watch_share, lc->params.watch.max, lc->params.watch.max_per_tenant);
-	for (size_t i = 0; i < lc->n_watched; i++)
-		of_tenant += lc->watched[i]->tenant == h->tenant;
+	share_set(&lc->watch.share, lc->params.watch.max, lc->params.watch.max_per_tenant);
+	for (size_t i = 0; i < lc->watch.n; i++)
+		of_tenant += lc->watch.v[i]->tenant == h->tenant;
 	/* (watch_max is at least 1; 0, a table of none, is a test's) */
-	refusal = lc->params.watch.max ? share_take(&lc->watch_share, true, of_tenant, &pooled) : WBG_SHARE_FULL;
+	refusal = lc->params.watch.max ? share_take(&lc->watch.share, true, of_tenant, &pooled) : WBG_SHARE_FULL;
 	if (!lc->params.watch.max)
-		lc->watch_share.refused[WBG_SHARE_FULL]++;
+		lc->watch.share.refused[WBG_SHARE_FULL]++;
 	if (refusal != WBG_SHARE_TAKEN) {
 		/* one tenant's churn, or a few tenants', does not take
 		 * everyone's slots; logged at 1, 2, 4, 8...: a flood of
 		 * removals writes a few lines */
-		uint64_t k = lc->watch_share.refused[refusal];
+		uint64_t k = lc->watch.share.refused[refusal];
 
 		if (!(k & (k - 1)))
 			log_warning("%zu dying cgroups watched, %zu of %s's tenant (%s): %s instead (%" PRIu64
 				    " so far)",
-				    lc->n_watched, of_tenant, h->path,
+				    lc->watch.n, of_tenant, h->path,
 				    refusal == WBG_SHARE_FULL     ? "[flush] watch_max"
 				    : refusal == WBG_SHARE_TENANT ? "[flush] watch_max_per_tenant"
 								  : "its floor, and the pool of shares above floors",
 				    h->route == WBG_ROUTE_EXIT ? "only cleaned up" : "flushed now", k);
 		return -ENOSPC;
 	}
-	if (lc->n_watched == lc->watch_cap) {
-		size_t cap = lc->watch_cap ? lc->watch_cap * 2 : 16;
-		struct wbg_handover **v = realloc(lc->watched, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
+	if (lc->watch.n == lc->watch.cap) {
+		size_t cap = lc->watch.cap ? lc->watch.cap * 2 : 16;
+		struct wbg_handover **v = realloc(lc->watch.v, cap * sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 
 		if (!v) {
-			share_give(&lc->watch_share, pooled);
+			share_give(&lc->watch.share, pooled);
 			return log_oom();
 		}
-		lc->watched = v;
-		lc->watch_cap = cap;
+		lc->watch.v = v;
+		lc->watch.cap = cap;
 	}
-	lc->watched[lc->n_watched++] = h;
+	lc->watch.v[lc->watch.n++] = h;
 	h->watch = h->was_watched = true;
 	h->watch_pooled = pooled;
 	h->t_watch_added = h->t_watch = now;
-	lc->watch_stats.added++;
+	lc->watch.stats.added++;
 	/* Without the arming, no evidence comes: the drain and max_age still
 	 * cover it. */
 	r = lc->world.kernel->arm(lc->world.kernel_data, h->cgroup_id, false);
@@ -116,18 +117,49 @@ static enum wbg_watch_end watch_end(const struct wbg_handover *h, struct wbg_fac
 	return WBG_WATCH_END_DROPPED; /* released, stopping, or a step that must not happen */
 }
 
-void lc_watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
+/* Out of the table, its end counted by how the fact ended it. */
+static void watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
 {
 	ssize_t i = watch_index(lc, h);
 
 	if (i < 0)
 		return;
-	lc->watched[i] = lc->watched[--lc->n_watched];
+	lc->watch.v[i] = lc->watch.v[--lc->watch.n];
 	h->watch = false;
-	share_give(&lc->watch_share, h->watch_pooled);
-	lc->watch_stats.ended[watch_end(h, f)]++;
+	share_give(&lc->watch.share, h->watch_pooled);
+	lc->watch.stats.ended[watch_end(h, f)]++;
 	lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
 	lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
+}
+
+struct wbg_fact lc_watch_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o)
+{
+	struct wbg_handover *h = o->h;
+
+	if (o->actions & (WBG_ACT_FLUSH_ALL | WBG_ACT_FLUSH_INODES) && h->watch) {
+		h->flushes++;
+		lc->watch.stats.flushes++;
+		h->t_last_flush = lc_now(lc);
+		h->evidence_pending = h->quiet = false;
+	}
+	if (o->actions & WBG_ACT_WATCH && watch_add(lc, h) < 0)
+		return fact(WBG_EVENT_WATCH_REFUSED, 0);
+	/* after a flush of ours, only the stall is news (the writer's every
+	 * dirtying would be); before any (drained, or the exit recipe's
+	 * flush not enough), a live cgroup's first dirtying still is */
+	if (o->actions & WBG_ACT_ARM_STALL && h->watch)
+		(void)lc->world.kernel->arm(lc->world.kernel_data, h->cgroup_id, h->flushes > 0);
+	if (o->actions & WBG_ACT_NOTE_EVIDENCE)
+		h->evidence_pending = true;
+	if (o->actions & WBG_ACT_UNWATCH)
+		watch_remove(lc, h, o->fact);
+	return LC_NO_FACT;
+}
+
+void lc_watch_after(struct wbg_lifecycle *lc, const struct wbg_handover *h)
+{
+	if (h->watch && h->evidence_pending && h->phase != WBG_PHASE_FLUSHING)
+		lc_watch_at(lc, h->t_last_flush + lc->params.watch.reflush_usec);
 }
 
 void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h)
@@ -213,7 +245,7 @@ static struct wbg_fact watch_look(struct wbg_lifecycle *lc, struct wbg_handover 
 	/* the kernel should have drained it by now: flushed, as eager mode
 	 * would have */
 	h->expired = true;
-	lc->watch_stats.expired++;
+	lc->watch.stats.expired++;
 	return fact(WBG_EVENT_AGED, 0);
 }
 
@@ -228,14 +260,14 @@ static bool evidence_rate_take(struct wbg_lifecycle *lc, const struct wbg_handov
 	/* a tenant's quarter first, so that one tenant's evidence leaves
 	 * the others theirs (a handover of no known tenant: a path unknown,
 	 * the node-wide cap alone) */
-	if (per_sec && h->tenant && !rate_take_keyed(lc->evidence_tenant_rate, ELEMENTSOF(lc->evidence_tenant_rate), h->tenant, 0,
+	if (per_sec && h->tenant && !rate_take_keyed(lc->watch.evidence_tenant_rate, ELEMENTSOF(lc->watch.evidence_tenant_rate), h->tenant, 0,
 					of_tenant, of_tenant, now)) {
-		lc->watch_stats.evidence_tenant_capped++;
+		lc->watch.stats.evidence_tenant_capped++;
 		return false;
 	}
-	if (rate_take(&lc->evidence_rate, per_sec, per_sec, now))
+	if (rate_take(&lc->watch.evidence_rate, per_sec, per_sec, now))
 		return true;
-	lc->watch_stats.evidence_capped++;
+	lc->watch.stats.evidence_capped++;
 	return false;
 }
 
@@ -253,7 +285,7 @@ struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, b
 struct wbg_fact lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now)
 {
-	lc->watch_stats.evidence++;
+	lc->watch.stats.evidence++;
 	if (h->evidence++ == 0)
 		h->t_evidence = now;
 	if (inode && inode->ino)

@@ -64,7 +64,7 @@ void lc_reschedule(struct wbg_lifecycle *lc)
 	EARLIER(lc->cleanup_due);
 	if (lc->verify_head)
 		EARLIER(lc->verify_head->verify_due);
-	EARLIER(lc->watch_due);
+	EARLIER(lc->watch.due);
 	EARLIER(lc_stall_retry_due(lc));
 #undef EARLIER
 	if (next)
@@ -164,7 +164,7 @@ static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover 
 {
 	h->t_flushed = lc_now(lc);
 	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
-		lc->watch_stats.flush_failures++;
+		lc->watch.stats.flush_failures++;
 	if (!h->t_removed && h->trigger != WBG_TRIGGER_API && h->n_failed && !h->n_targets) {
 		struct wbg_cgroup *c = registry_find_id(lc->reg, h->cgroup_id);
 
@@ -205,20 +205,19 @@ static void end_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct
 	}
 }
 
-/* The actions of a cell, in their order; returns what they found out as
- * the next event (LC_NO_EVENT: nothing, or h ended and freed). */
+/* The actions of a cell: the watch table's and the waiters' as they
+ * observe the step, the rest here; returns what they found out as the next
+ * fact (LC_NO_FACT: nothing, or h ended and freed). */
 static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
 				 enum wbg_phase from, unsigned actions, enum wbg_end end, struct wbg_plan *plan)
 {
+	const struct wbg_step_out out = { .h = h, .fact = f, .from = from, .actions = actions };
 	uint64_t now = lc_now(lc);
 	unsigned pending_before = h->n_pending;
+	struct wbg_fact refused = lc_watch_observe(lc, &out);
 
-	if (actions & (WBG_ACT_FLUSH_ALL | WBG_ACT_FLUSH_INODES) && h->watch) {
-		h->flushes++;
-		lc->watch_stats.flushes++;
-		h->t_last_flush = now;
-		h->evidence_pending = h->quiet = false;
-	}
+	if (refused.event != LC_NO_EVENT)
+		return refused; /* the rest is that fact's */
 	if (actions & WBG_ACT_SUBMIT && plan && lc_submit(lc, h, plan) < 0) {
 		h->outcome = WBG_OUTCOME_FAILED;
 		h->reason = "out of memory";
@@ -233,15 +232,6 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 	}
 	if (actions & WBG_ACT_SUBMIT && plan)
 		lc_save_pending(lc, h, plan);
-	if (actions & WBG_ACT_WATCH && lc_watch_add(lc, h) < 0)
-		return fact(WBG_EVENT_WATCH_REFUSED, 0); /* the rest is that event's */
-	/* after a flush of ours, only the stall is news (the writer's every
-	 * dirtying would be); before any (drained, or the exit recipe's
-	 * flush not enough), a live cgroup's first dirtying still is */
-	if (actions & WBG_ACT_ARM_STALL && h->watch)
-		(void)lc->world.kernel->arm(lc->world.kernel_data, h->cgroup_id, h->flushes > 0);
-	if (actions & WBG_ACT_NOTE_EVIDENCE)
-		h->evidence_pending = true;
 	if (actions & WBG_ACT_QUEUE_CLEANUP) {
 		queue_push(&lc->cleanup_head, &lc->cleanup_tail, h);
 		if (!lc->cleanup_due)
@@ -251,15 +241,11 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 		h->verify_due = now + WBG_VERIFY_DELAY_USEC;
 		queue_push(&lc->verify_head, &lc->verify_tail, h);
 	}
-	if (actions & WBG_ACT_ANSWER)
-		lc_answer(lc, h);
-	if (actions & WBG_ACT_END)
-		end_outcome(lc, h, f, from, end);
-	if (actions & WBG_ACT_UNWATCH)
-		lc_watch_remove(lc, h, f);
-	if (actions & WBG_ACT_KEEP_PENDING)
-		h->pending_saved = false; /* kept: the next start redoes it */
+	lc_waiters_observe(lc, &out);
 	if (actions & WBG_ACT_END) {
+		end_outcome(lc, h, f, from, end);
+		if (actions & WBG_ACT_KEEP_PENDING)
+			h->pending_saved = false; /* kept: the next start redoes it */
 		retire(lc, h);
 		return LC_NO_FACT;
 	}
@@ -275,8 +261,7 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 		} else if (h->n_pending == 0)
 			return flush_over(lc, h); /* nothing was started after all */
 	}
-	if (h->watch && h->evidence_pending && h->phase != WBG_PHASE_FLUSHING)
-		lc_watch_at(lc, h->t_last_flush + lc->params.watch.reflush_usec);
+	lc_watch_after(lc, h);
 	return LC_NO_FACT;
 }
 
@@ -401,16 +386,16 @@ static void watch_tick(struct wbg_lifecycle *lc, uint64_t now)
 	size_t n = 0;
 	bool known;
 
-	lc->watch_due = 0;
-	if (lc->n_watched == 0)
+	lc->watch.due = 0;
+	if (lc->watch.n == 0)
 		return;
 	known = lc->world.kernel->dirty_cgroups(lc->world.kernel_data, &dirty, &n) >= 0;
 	/* backwards: a step that ends one moves the last entry, already
 	 * looked at, into its place */
-	for (size_t i = lc->n_watched; i-- > 0;)
-		if (i < lc->n_watched)
-			lc_run(lc, lc->watched[i], lc_watch_due(lc, lc->watched[i], known, dirty, n, now), NULL);
-	if (lc->n_watched)
+	for (size_t i = lc->watch.n; i-- > 0;)
+		if (i < lc->watch.n)
+			lc_run(lc, lc->watch.v[i], lc_watch_due(lc, lc->watch.v[i], known, dirty, n, now), NULL);
+	if (lc->watch.n)
 		lc_watch_at(lc, now + LC_WATCH_TICK_USEC);
 }
 
@@ -433,7 +418,7 @@ void lifecycle_tick(struct wbg_lifecycle *lc)
 		run_verify(lc, now);
 	if (lc_stall_retry_due(lc) && lc_stall_retry_due(lc) <= now)
 		lc_stall_retry(lc, now);
-	if (lc->watch_due && lc->watch_due <= now)
+	if (lc->watch.due && lc->watch.due <= now)
 		watch_tick(lc, now);
 	lc_reschedule(lc);
 }
@@ -545,7 +530,7 @@ int lifecycle_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id, const struc
 	int soon;
 
 	if (!h) {
-		lc->watch_stats.evidence_ignored++;
+		lc->watch.stats.evidence_ignored++;
 		return -ENOENT;
 	}
 	*ret_path = h->path;
@@ -616,10 +601,10 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	} else
 		log_oom();
 	lc->cleanup_head = lc->cleanup_tail = lc->verify_head = lc->verify_tail = NULL;
-	lc->cleanup_due = lc->watch_due = 0;
-	free(lc->watched);
-	lc->watched = NULL;
-	lc->n_watched = lc->watch_cap = 0;
+	lc->cleanup_due = lc->watch.due = 0;
+	free(lc->watch.v);
+	lc->watch.v = NULL;
+	lc->watch.n = lc->watch.cap = 0;
 	tdestroy(lc->active_cgroups, free); /* (empty: every handover ended above) */
 	lc->active_cgroups = NULL;
 	lc_recent_clear(lc);

@@ -185,6 +185,31 @@ struct wbg_recent {
 
 struct wbg_waiter;
 
+/* The on-evidence watch table (lifecycle-watch.c): it observes each step's
+ * output (WATCH, ARM_STALL, UNWATCH) and turns what it sees at its looks
+ * into facts. */
+struct wbg_watch_table {
+	struct wbg_handover **v;
+	size_t n, cap;
+	uint64_t due; /* its next look */
+	struct wbg_watch_stats stats;
+	/* its shares: watch.max, watch.max_per_tenant (share.h); its
+	 * refusals by reason */
+	struct wbg_share share;
+	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec), and
+	 * a quarter of that per tenant */
+	struct wbg_rate evidence_rate;
+	struct wbg_rate_bucket evidence_tenant_rate[64];
+};
+
+/* API callers waiting for a handover's flush (lifecycle-waiters.c): they
+ * observe each step's output (ANSWER) and every handover's end. */
+struct wbg_waiters {
+	struct wbg_waiter *head;
+	unsigned n;
+	struct wbg_share share; /* each tenant's share, refusals by reason */
+};
+
 struct wbg_lifecycle {
 	struct wbg_lifecycle_params params;
 	struct wbg_lifecycle_world world;
@@ -199,14 +224,7 @@ struct wbg_lifecycle {
 	struct wbg_handover *in_flight; /* FLUSHING: their timeouts */
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
 	uint64_t cleanup_due;
-	/* on-evidence: the handovers whose dying wbs are watched */
-	struct wbg_handover **watched;
-	size_t n_watched, watch_cap;
-	uint64_t watch_due;
-	struct wbg_watch_stats watch_stats;
-	/* the table's shares: watch.max, watch.max_per_tenant (share.h);
-	 * its refusals by reason */
-	struct wbg_share watch_share;
+	struct wbg_watch_table watch; /* on-evidence: the handovers whose dying wbs are watched */
 	/* stall handovers per device, and per tenant on a device: a token
 	 * bucket each (lifecycle-stall.c) */
 	struct wbg_rate_bucket stall_rate[16], stall_tenant_rate[64];
@@ -216,13 +234,7 @@ struct wbg_lifecycle {
 		uint64_t cgroup_id, due;
 	} stall_retry[256];
 	size_t stall_retry_head, n_stall_retry;
-	/* evidence flushes node-wide ([flush] evidence_flushes_per_sec), and
-	 * a quarter of that per tenant */
-	struct wbg_rate evidence_rate;
-	struct wbg_rate_bucket evidence_tenant_rate[64];
-	struct wbg_waiter *waiters;
-	unsigned n_waiters;
-	struct wbg_share waiter_share; /* the waiters' shares, refusals by reason */
+	struct wbg_waiters waiters; /* API callers waiting for a flush */
 	struct wbg_recent recent[WBG_RECENT_MAX];
 	uint64_t n_recent; /* ever; the ring holds the last WBG_RECENT_MAX */
 	/* cgroup ids whose handover ended lately: the rmdir tracepoint's

@@ -78,7 +78,8 @@ static struct wbg_handover *fixture(const struct expect *x, struct wbg_plan *pla
 		lc_save_pending(&lc, h, plan);
 	}
 	if (is_watched(x)) {
-		if (lc_watch_add(&lc, h) < 0)
+		/* into the table as a WATCH step would put it */
+		if (lc_watch_observe(&lc, &(struct wbg_step_out){ .h = h, .actions = A(WATCH) }).event != LC_NO_EVENT)
 			abort();
 		h->flushes = x->phase == P(FLUSHING);
 	}
@@ -101,7 +102,7 @@ static struct seen seen_now(void)
 	return (struct seen){ .n_sub = world.n_sub, .armed = world.armed, .disarmed = world.disarmed,
 			      .forgotten = world.forgotten, .pending_saves = world.pending_saves,
 			      .pending_drops = world.pending_drops, .ended = world.ended,
-			      .replies = world.replies[0], .n_watched = lc.n_watched,
+			      .replies = world.replies[0], .n_watched = lc.watch.n,
 			      .invalid_steps = lc.stats.invalid_steps };
 }
 

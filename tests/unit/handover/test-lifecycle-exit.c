@@ -61,7 +61,7 @@ static void test_flush_then_removal(void)
 	CHECK(world_json_string_is("recipe", "exit"), "the record names the exit recipe");
 	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
 	CHECK(world_json_bool("flushed_before_rmdir") == 1, "the record says it was flushed before its rmdir");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1, "the watch ended as flushed, not drained");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_FLUSHED] == 1, "the watch ended as flushed, not drained");
 	CHECK(!lifecycle_watching(&lc, 800), "the watch is over");
 	teardown();
 }
@@ -149,7 +149,7 @@ static void test_bounds(void)
 	lc.params.watch.max = 0;
 	h = exited(830, "k/full");
 	CHECK(!lifecycle_watching(&lc, 830), "watch_max reached: not watched");
-	CHECK(lc.watch_share.refused[WBG_SHARE_FULL] == 1, "watch_max reached: the refusal counted");
+	CHECK(lc.watch.share.refused[WBG_SHARE_FULL] == 1, "watch_max reached: the refusal counted");
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "watch_max reached: on the cleanup batch");
 	CHECK(world.n_sub == 1, "watch_max reached: nothing written again");
 	advance(world.now + 2 * S);

@@ -61,8 +61,8 @@ static void test_stall_handover(void)
 	world.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
 	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lc.n_active == 1,
 	      "a stall nothing covered: a handover");
-	CHECK(lc.n_watched == 1, "a stall nothing covered: watched like any removal on-evidence");
-	h = lc.watched[0];
+	CHECK(lc.watch.n == 1, "a stall nothing covered: watched like any removal on-evidence");
+	h = lc.watch.v[0];
 	CHECK(h->trigger == WBG_TRIGGER_STALL, "a stall's handover: triggered by the stall");
 	CHECK(h->phase == WBG_PHASE_FLUSHING && world.n_sub == 1, "a stall's handover: flushed at once");
 	CHECK(world.sub[0].dev == makedev(253, 0), "a stall's handover: the stalled device's filesystem");
@@ -170,7 +170,7 @@ static void test_stall_bounds(void)
 	stalls(500, 504, NULL, makedev(253, 0), &started, &capped);
 	CHECK(world.n_sub == 2, "4 stalls at once with a cap of 2 evidence flushes a second: 2 flushed now (%zu)",
 	      (size_t)world.n_sub);
-	CHECK(lc.watch_stats.evidence_capped == 2, "4 stalls at once with a cap of 2 a second: 2 put off and counted");
+	CHECK(lc.watch.stats.evidence_capped == 2, "4 stalls at once with a cap of 2 a second: 2 put off and counted");
 	teardown();
 }
 

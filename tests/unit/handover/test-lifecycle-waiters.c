@@ -26,9 +26,9 @@ static void test_answered_once(void)
 	c = cgroup(600, "k/live");
 	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[1]) == 1,
 	      "FlushCgroup on a live cgroup: an api handover");
-	CHECK(world.replies[1] == 0 && lc.n_waiters == 1, "FlushCgroup on a live cgroup: its caller waits");
+	CHECK(world.replies[1] == 0 && lc.waiters.n == 1, "FlushCgroup on a live cgroup: its caller waits");
 	CHECK(world.refs[1] == 1, "FlushCgroup on a live cgroup: its call is held while it waits");
-	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[2]) == 1 && lc.n_waiters == 2,
+	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[2]) == 1 && lc.waiters.n == 2,
 	      "a second caller waits too");
 	CHECK(world.n_sub == 1, "a second caller waits for the same flush");
 	id = c->handover->id;
@@ -36,7 +36,7 @@ static void test_answered_once(void)
 	CHECK(answered(1, "flushed") && world.replies[2] == 1 && world.refs[2] == 0,
 	      "the flush done: each caller answered once, flushed, and released");
 	CHECK(world.reply_id[1] == id, "the answer names the handover's id");
-	CHECK(lc.n_waiters == 0, "the flush done: nobody waits");
+	CHECK(lc.waiters.n == 0, "the flush done: nobody waits");
 	CHECK(world.ended == 1 && world.last_trigger == WBG_TRIGGER_API, "an api handover of a live cgroup ends with its flush");
 	CHECK(!c->handover, "an api handover that ended leaves the live cgroup");
 	CHECK(lifecycle_flush_request(&lc, NULL, "k/live", 5 * S, &world.calls[3]) == 1 && world.replies[3] == 1,
@@ -76,10 +76,10 @@ static void test_bounds(void)
 	d = cgroup(602, "k/many");
 	for (; i < 10 + WBG_FLUSH_WAITERS_MAX; i++)
 		refused += lifecycle_flush_request(&lc, d, d->path, 60 * S, &world.calls[i]) == -EBUSY;
-	CHECK(lc.n_waiters == WBG_FLUSH_WAITERS_PER_TENANT, "one tenant's %d callers: %d waited for (%u)",
-	      WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT, lc.n_waiters);
+	CHECK(lc.waiters.n == WBG_FLUSH_WAITERS_PER_TENANT, "one tenant's %d callers: %d waited for (%u)",
+	      WBG_FLUSH_WAITERS_MAX, WBG_FLUSH_WAITERS_PER_TENANT, lc.waiters.n);
 	CHECK(refused == WBG_FLUSH_WAITERS_MAX - WBG_FLUSH_WAITERS_PER_TENANT, "one tenant's callers: the rest refused (-EBUSY)");
-	CHECK(lc.waiter_share.refused[WBG_SHARE_TENANT] == refused, "one tenant's callers: its refusals counted");
+	CHECK(lc.waiters.share.refused[WBG_SHARE_TENANT] == refused, "one tenant's callers: its refusals counted");
 	for (int t = 0; t < 80 && i < CALLS - 1; t++) {
 		struct wbg_cgroup *e;
 		char p[32];
@@ -89,8 +89,8 @@ static void test_bounds(void)
 		for (int k = 0; k < 8 && i < CALLS - 1; k++, i++)
 			(void)lifecycle_flush_request(&lc, e, e->path, 60 * S, &world.calls[i]);
 	}
-	CHECK(lc.n_waiters == WBG_FLUSH_WAITERS_MAX, "many tenants fill the table (%u)", lc.n_waiters);
-	CHECK(lc.waiter_share.refused[WBG_SHARE_POOL] > 0, "many tenants: the pool's refusals counted");
+	CHECK(lc.waiters.n == WBG_FLUSH_WAITERS_MAX, "many tenants fill the table (%u)", lc.waiters.n);
+	CHECK(lc.waiters.share.refused[WBG_SHARE_POOL] > 0, "many tenants: the pool's refusals counted");
 	CHECK(lifecycle_flush_request(&lc, d, d->path, 60 * S, &world.calls[CALLS - 1]) == -EBUSY,
 	      "the table full: the next caller gets -EBUSY");
 	teardown();
@@ -113,7 +113,7 @@ static void test_drop_waiters(void)
 	CHECK(lifecycle_drop_waiters(&lc, even_call, NULL) == 2, "a closed connection's callers go");
 	CHECK(world.refs[20] == 0, "a closed connection's callers are released");
 	CHECK(world.replies[20] == 0, "a closed connection's callers go unanswered");
-	CHECK(lc.n_waiters == 2 && world.refs[21] == 1, "the others stay");
+	CHECK(lc.waiters.n == 2 && world.refs[21] == 1, "the others stay");
 	job_done(c->handover->id, 0);
 	CHECK(world.replies[20] == 0 && world.replies[21] == 1, "the flush's end answers only those left");
 	teardown();

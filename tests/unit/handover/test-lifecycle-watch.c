@@ -34,8 +34,8 @@ static void test_drain(void)
 	CHECK(world_json_int("evidence") == 0, "its record counts no evidence");
 	CHECK(world.disarmed == 1, "drained: disarmed");
 	CHECK(world.forgotten == 1, "drained: its BPF set forgotten");
-	CHECK(lc.n_watched == 0, "drained: out of the table");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DRAINED] == 1, "drained: counted as drained");
+	CHECK(lc.watch.n == 0, "drained: out of the table");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DRAINED] == 1, "drained: counted as drained");
 	teardown();
 }
 
@@ -56,7 +56,7 @@ static void test_evidence(void)
 	CHECK(lifecycle_evidence(&lc, 7, NULL, &owner) == 1 && h->evidence_pending, "more evidence while it runs: noted");
 	CHECK(world.n_sub == 1, "more evidence while it runs: no second flush");
 	CHECK(lifecycle_evidence(&lc, 9, NULL, &owner) == -ENOENT, "evidence for a cgroup not watched: -ENOENT");
-	CHECK(lc.watch_stats.evidence_ignored == 1, "evidence for a cgroup not watched: counted");
+	CHECK(lc.watch.stats.evidence_ignored == 1, "evidence for a cgroup not watched: counted");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_CLEANUP, "its flush done: the cleanup next");
 	CHECK(world.last_arm_stall_only, "its flush done: armed for the stall only");
@@ -71,7 +71,7 @@ static void test_evidence(void)
 	world.n_wb_dirty = 0;
 	advance(world.now + 3 * S);
 	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "drained after that: ended flushed");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1, "drained after that: the watch counted as flushed");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_FLUSHED] == 1, "drained after that: the watch counted as flushed");
 	CHECK(world_json_int("evidence") == 2, "its record counts its evidence");
 	CHECK(world_json_int("evidence_flushes") == 2, "its record counts its evidence flushes");
 	CHECK(world_json_int("targets") == 1, "its two flushes of one filesystem: one target in its record");
@@ -152,11 +152,11 @@ static void test_evidence_cap(void)
 	world.now += S;
 	evidence_for(21, 25);
 	CHECK(world.n_sub == 2, "five at once, two a second: two flushed (%zu)", (size_t)world.n_sub);
-	CHECK(lc.watch_stats.evidence_capped == 3, "five at once, two a second: three put off and counted (%llu)",
-	      (unsigned long long)lc.watch_stats.evidence_capped);
+	CHECK(lc.watch.stats.evidence_capped == 3, "five at once, two a second: three put off and counted (%llu)",
+	      (unsigned long long)lc.watch.stats.evidence_capped);
 	advance(world.now + S);
 	CHECK(world.n_sub == 4, "at the next tick, a second on: two more (%zu)", (size_t)world.n_sub);
-	CHECK(lc.n_watched == 5, "the put-off ones stay watched");
+	CHECK(lc.watch.n == 5, "the put-off ones stay watched");
 	advance(world.now + S);
 	CHECK(world.n_sub == 5, "and the last a second after (%zu)", (size_t)world.n_sub);
 	teardown();
@@ -177,7 +177,7 @@ static void test_evidence_tenant(void)
 	evidence_for(31, 36);
 	CHECK(world.n_sub == 2, "one tenant's six at once, 8 a second node-wide: its quarter (2) flushed (%zu)",
 	      (size_t)world.n_sub);
-	CHECK(lc.watch_stats.evidence_tenant_capped == 4, "one tenant's six at once: 4 put off and counted");
+	CHECK(lc.watch.stats.evidence_tenant_capped == 4, "one tenant's six at once: 4 put off and counted");
 	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
 	CHECK(world.n_sub == 3, "another tenant's evidence flushes now (%zu)", (size_t)world.n_sub);
 	teardown();
@@ -224,14 +224,14 @@ static void test_max_age(void)
 	CHECK(world.n_sub == 0, "not yet at 299 s");
 	advance(world.now + 2 * S);
 	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_HANDOVER, "at watch_max_age_sec: all of it flushed");
-	CHECK(lc.watch_stats.expired == 1, "at watch_max_age_sec: counted");
+	CHECK(lc.watch.stats.expired == 1, "at watch_max_age_sec: counted");
 	job_done(h->id, 0);
 	advance(world.now + 3 * S);
 	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "still dirty after that flush: given up, flushed");
-	CHECK(lc.n_watched == 0, "given up: its slot free");
+	CHECK(lc.watch.n == 0, "given up: its slot free");
 	CHECK(strcmp(world.last_reason, "not drained at watch_max_age_sec: flushed") == 0, "given up: the reason says why");
 	CHECK(world_json_bool("dying_wb_clean") == 0, "the record says the dying wb was still dirty");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1, "the watch counted as ended dirty");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DIRTY] == 1, "the watch counted as ended dirty");
 	teardown();
 
 	/* flushed on evidence, then a slow writer keeps it dirty without ever
@@ -242,11 +242,11 @@ static void test_max_age(void)
 	(void)lifecycle_evidence(&lc, 4, NULL, &owner);
 	job_done(h->id, 0);
 	advance(world.now + 2 * S);
-	CHECK(h->phase == WBG_PHASE_WATCHED && lc.n_watched == 1, "flushed, still dirty: watched again");
+	CHECK(h->phase == WBG_PHASE_WATCHED && lc.watch.n == 1, "flushed, still dirty: watched again");
 	advance(world.now + 310 * S);
-	CHECK(world.ended == 1 && lc.n_watched == 0,
+	CHECK(world.ended == 1 && lc.watch.n == 0,
 	      "a flushed watch still dirty at watch_max_age_sec ends: a tenant's slow writer keeps no slot for good");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DIRTY] == 1, "... counted as ended dirty");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DIRTY] == 1, "... counted as ended dirty");
 	CHECK(world.n_sub == 1, "... with no flush beyond the evidence's");
 	teardown();
 }
@@ -287,7 +287,7 @@ static void test_no_wbstats(void)
 	CHECK(world.ended == 0, "not yet quiet");
 	advance(world.now + 4 * S);
 	CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "quiet for LC_QUIET_USEC: ended flushed");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_FLUSHED] == 1, "quiet for LC_QUIET_USEC: the watch counted as flushed");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_FLUSHED] == 1, "quiet for LC_QUIET_USEC: the watch counted as flushed");
 	teardown();
 }
 
@@ -300,14 +300,14 @@ static void test_bounds(void)
 	(void)watched(1, "k/one");
 	(void)watched(2, "k/two");
 	(void)watched(3, "k/three");
-	CHECK(lc.n_watched == 2, "a removal past watch_max: not watched");
-	CHECK(lc.watch_share.refused[WBG_SHARE_FULL] == 1, "a removal past watch_max: the refusal counted");
+	CHECK(lc.watch.n == 2, "a removal past watch_max: not watched");
+	CHECK(lc.watch.share.refused[WBG_SHARE_FULL] == 1, "a removal past watch_max: the refusal counted");
 	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_HANDOVER, "a removal past watch_max: flushed at once as eager");
 	lifecycle_released(&lc, 2);
 	CHECK(world_recorded(1, WBG_OUTCOME_DRAINED), "released by the kernel: its wbs are gone, drained");
-	CHECK(lc.n_watched == 1, "released by the kernel: out of the table");
+	CHECK(lc.watch.n == 1, "released by the kernel: out of the table");
 	CHECK(world_json_bool("dying_wb_clean") == 1, "released by the kernel: recorded clean");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1, "released by the kernel: counted dropped");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DROPPED] == 1, "released by the kernel: counted dropped");
 	teardown();
 
 	/* one tenant's share: a delegated subtree churning cgroups below one
@@ -319,9 +319,9 @@ static void test_bounds(void)
 	(void)watched(13, "system.slice/tenant.service/d");
 	(void)watched(14, "system.slice/other.service");
 	CHECK(world.n_sub == 1, "a tenant past watch_max_per_tenant: its third removal flushed at once");
-	CHECK(lc.watch_share.refused[WBG_SHARE_TENANT] == 1 && lc.watch_share.refused[WBG_SHARE_FULL] == 0,
+	CHECK(lc.watch.share.refused[WBG_SHARE_TENANT] == 1 && lc.watch.share.refused[WBG_SHARE_FULL] == 0,
 	      "a tenant past watch_max_per_tenant: counted as the tenant's share, not the table's");
-	CHECK(lc.n_watched == 3, "a tenant past watch_max_per_tenant: another tenant still watched");
+	CHECK(lc.watch.n == 3, "a tenant past watch_max_per_tenant: another tenant still watched");
 	teardown();
 
 	/* a few tenants together cannot take every slot either: 16 slots are
@@ -334,13 +334,13 @@ static void test_bounds(void)
 		(void)watched(100 + i, p);
 	}
 	(void)watched(200, "system.slice/b.service");
-	CHECK(lc.n_watched == 10, "one tenant's 12 removals: 1 + 8 pooled watched, and the next tenant's (%zu)", lc.n_watched);
-	CHECK(lc.watch_share.refused[WBG_SHARE_POOL] == 3, "one tenant's 12 removals: 3 refused for the pool");
+	CHECK(lc.watch.n == 10, "one tenant's 12 removals: 1 + 8 pooled watched, and the next tenant's (%zu)", lc.watch.n);
+	CHECK(lc.watch.share.refused[WBG_SHARE_POOL] == 3, "one tenant's 12 removals: 3 refused for the pool");
 	CHECK(lifecycle_watching(&lc, 200), "the next tenant's removal: watched on its floor");
 	lifecycle_released(&lc, 105);
 	(void)watched(201, "system.slice/b.service/more");
 	CHECK(lifecycle_watching(&lc, 201), "a's release gives its pooled slot back, which b's second removal takes");
-	CHECK(lc.watch_share.pooled == 8, "the pool's slots all taken again");
+	CHECK(lc.watch.share.pooled == 8, "the pool's slots all taken again");
 	teardown();
 	{
 		struct wbg_identity a, b, c, d;
@@ -387,7 +387,7 @@ static void test_flush_requests(void)
 	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[1]) == 1 && world.replies[1] == 1,
 	      "poststop of an emptied container on-evidence: answered at once (no 5 s wait)");
 	CHECK(strcmp(world.reply_outcome[1], "watched") == 0, "poststop of an emptied container on-evidence: watched");
-	CHECK(lc.n_waiters == 0, "poststop of an emptied container on-evidence: nobody waits");
+	CHECK(lc.waiters.n == 0, "poststop of an emptied container on-evidence: nobody waits");
 	h = c->handover;
 	removed(c);
 	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &world.calls[2]) == 1 && world.replies[2] == 1,
@@ -398,7 +398,7 @@ static void test_flush_requests(void)
 	(void)lifecycle_evidence(&lc, 40, NULL, &owner);
 	CHECK(lifecycle_flush_request(&lc, NULL, "k/pod/ctr", 5 * S, &world.calls[3]) == 1 && world.replies[3] == 0,
 	      "while its evidence flush runs: not answered yet");
-	CHECK(lc.n_waiters == 1, "while its evidence flush runs: waited for");
+	CHECK(lc.waiters.n == 1, "while its evidence flush runs: waited for");
 	job_done(h->id, 0);
 	CHECK(world.replies[3] == 1 && strcmp(world.reply_outcome[3], "flushed") == 0, "answered when that flush ends");
 	teardown();
@@ -424,7 +424,7 @@ static void test_stop_keeps(void)
 	CHECK(world.pending_saves == 1 && world.pending_drops == 0,
 	      "stopping while watched: its pending record (saved when it was deferred) kept");
 	CHECK(world.disarmed == 1, "stopping while watched: disarmed");
-	CHECK(lc.watch_stats.ended[WBG_WATCH_END_DROPPED] == 1, "stopping while watched: counted dropped");
+	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DROPPED] == 1, "stopping while watched: counted dropped");
 	registry_free(&reg);
 }
 
