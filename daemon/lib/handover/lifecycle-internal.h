@@ -38,6 +38,11 @@ struct wbg_step_out {
 	unsigned actions;
 };
 
+/* lifecycle-end.c: h ends as its cell says (from: the phase it left):
+ * its outcome, then counted, recorded, answered and freed. */
+void lc_end(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, enum wbg_phase from,
+	    enum wbg_end end);
+
 /* The earliest deadline held, to ops->schedule; after every change
  * (lifecycle.c). */
 void lc_reschedule(struct wbg_lifecycle *lc);

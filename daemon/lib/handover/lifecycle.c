@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include <json-c/json.h>
 
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
@@ -110,55 +109,6 @@ static void queue_unlink(struct wbg_handover **head, struct wbg_handover **tail,
 	h->queue_prev = h->queue_next = NULL;
 }
 
-/* The end of a handover: counted, recorded, answered, freed. */
-static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
-{
-	struct wbg_cgroup *c = registry_find_id(lc->reg, h->cgroup_id);
-	struct wbg_container_names names;
-	struct json_object *o;
-	const char *json;
-
-	if (h->outcome == WBG_OUTCOME_PENDING)
-		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
-	if (c && c->handover == h)
-		c->handover = NULL;
-	if (h->t_first_flush) {
-		/* on-evidence, the reaction is to the evidence, not to the
-		 * removal that came long before it */
-		uint64_t from = h->t_evidence && h->t_evidence <= h->t_first_flush ? h->t_evidence : h->t_trigger;
-
-		hist_observe(&lc->reaction, (double)(h->t_first_flush - from) / 1e6);
-		if (h->t_flushed)
-			hist_observe(&lc->flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
-	}
-	lc->stats.flushed_device_bytes += h->device_bytes;
-	(void)lc_finish(lc, h);
-	/* what a removed cgroup dirtied was kept while a handover of it ran
-	 * (a flush that outlives the rmdir still needs it on evidence); a
-	 * watched one's went at its unwatching */
-	if (h->t_removed && !h->was_watched && !lifecycle_cgroup_active(lc, h->cgroup_id))
-		lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
-	/* its next stall is news again (unwatching forgot a watched one),
-	 * unless nothing could be flushed for it: then a report at every
-	 * failed flush would only repeat this end */
-	if (h->trigger == WBG_TRIGGER_STALL && !h->was_watched && h->outcome != WBG_OUTCOME_NO_TARGETS &&
-	    h->outcome != WBG_OUTCOME_FAILED)
-		lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
-	if (h->pending_saved)
-		lc->world.flusher->pending_drop(lc->world.flusher_data, h->id);
-	lc->stats.by[h->trigger][h->outcome]++;
-	containers_names(lc->containers, h->path, &names);
-	o = handover_to_json(h, &names);
-	json = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
-	if (!json)
-		log_oom();
-	lc->world.audience->ended(lc->world.audience_data, h, json ? json : "{}");
-	lc_reply_waiters(lc, h, wbg_outcome_to_string(h->outcome));
-	lc_remember(lc, h, json ? json : "{}");
-	json_object_put(o);
-	handover_free(h);
-}
-
 /* Every job ended (or the flush timed out). */
 static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
@@ -173,36 +123,6 @@ static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover 
 		return fact(WBG_EVENT_FLUSHED, WBG_GUARD_NONE_STARTED);
 	}
 	return fact(WBG_EVENT_FLUSHED, 0); /* where it goes: the route's, and whether the cgroup is gone */
-}
-
-/* The outcome an ending cell names (enum wbg_end); from: the phase it
- * left. */
-static void end_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, enum wbg_phase from,
-			enum wbg_end end)
-{
-	if (h->was_watched)
-		lc_watch_ended(lc, h);
-	switch (end) {
-	case WBG_END_CLEAN:
-		h->outcome = WBG_OUTCOME_CLEAN;
-		break;
-	case WBG_END_INTERRUPTED:
-		/* a flush under way is redone whatever was recorded; a
-		 * deferral or a watch only while nothing was */
-		if (from != WBG_PHASE_FLUSHING && h->outcome != WBG_OUTCOME_PENDING)
-			break;
-		h->outcome = WBG_OUTCOME_INTERRUPTED;
-		h->reason = from == WBG_PHASE_FLUSHING	   ? "daemon stopped during the flush"
-			    : from == WBG_PHASE_DEFERRED ? "daemon stopped before its removal"
-							 : "daemon stopped while its dying wb was watched";
-		break;
-	case WBG_END_WATCHED:
-		if (h->was_watched)
-			lc_watch_outcome(h, f);
-		break;
-	default: /* recorded: retire() makes a pending one its flush's */
-		break;
-	}
 }
 
 /* The actions of a cell: the watch table's and the waiters' as they
@@ -243,10 +163,9 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 	}
 	lc_waiters_observe(lc, &out);
 	if (actions & WBG_ACT_END) {
-		end_outcome(lc, h, f, from, end);
 		if (actions & WBG_ACT_KEEP_PENDING)
 			h->pending_saved = false; /* kept: the next start redoes it */
-		retire(lc, h);
+		lc_end(lc, h, f, from, end);
 		return LC_NO_FACT;
 	}
 	if (h->phase == WBG_PHASE_FLUSHING) {
