@@ -110,6 +110,8 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 	}
 	h->inodes_synced += j->stats.inodes_synced;
 	h->inodes_skipped += j->stats.inodes_skipped;
+	h->inodes_gone += j->stats.inodes_gone;
+	h->inodes_failed += j->stats.inodes_failed;
 	h->device_bytes += j->device_bytes;
 }
 
@@ -176,6 +178,10 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 	json_object_object_add(o, "inodes_synced", json_object_new_uint64(h->inodes_synced));
 	if (h->inodes_skipped) /* FIFOs, sockets, device nodes in its set: never opened */
 		json_object_object_add(o, "inodes_skipped", json_object_new_uint64(h->inodes_skipped));
+	if (h->inodes_gone) /* deleted since they were dirtied: nothing left to write */
+		json_object_object_add(o, "inodes_gone", json_object_new_uint64(h->inodes_gone));
+	if (h->inodes_failed) /* could not be opened or written (the log says why) */
+		json_object_object_add(o, "inodes_failed", json_object_new_uint64(h->inodes_failed));
 	json_object_object_add(o, "device_bytes", json_object_new_uint64(h->device_bytes));
 	/* CLOCK_MONOTONIC of the trigger, to join with other clocks' events */
 	json_object_object_add(o, "trigger_monotonic_us", json_object_new_uint64(h->t_trigger));

@@ -69,7 +69,7 @@ struct wbg_handover {
 	const char *plan_source;
 	unsigned n_targets, n_fs, n_bdev, n_inode_targets, n_pending, n_failed;
 	unsigned n_excluded; /* filesystems left out by [flush] exclude_fstypes */
-	uint64_t inodes_synced, inodes_skipped, device_bytes;
+	uint64_t inodes_synced, inodes_skipped, inodes_gone, inodes_failed, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup;
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
