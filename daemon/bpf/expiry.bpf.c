@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Per-pod expiry: a pod user space armed (expiry_watch) sends one
- * WBG_LIFE_DIRTY event at its next dirtying of any folio, and is disarmed
+ * WBG_RING_DIRTY event at its next dirtying of any folio, and is disarmed
  * until user space writes its data back and arms it again. Its program
  * runs per dirtied folio, so user space attaches it only while some pod
  * has a per-pod expiry.
@@ -29,7 +29,7 @@ static __always_inline void expiry_note(__u64 cgid)
 	if (!st || *st != WBG_EXPIRY_ARMED ||
 	    __sync_val_compare_and_swap(st, WBG_EXPIRY_ARMED, WBG_EXPIRY_FIRED) != WBG_EXPIRY_ARMED)
 		return;
-	e = ring_reserve(WBG_RING_HEAD_SIZE, WBG_LIFE_DIRTY, cgid, 0, 0);
+	e = ring_reserve(WBG_RING_HEAD_SIZE, WBG_RING_DIRTY, cgid, 0, 0);
 	if (!e) {
 		*st = WBG_EXPIRY_ARMED; /* try again on the next dirtying */
 		return;

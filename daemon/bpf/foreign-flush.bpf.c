@@ -39,7 +39,7 @@ static __always_inline void stall_report(__u64 id, struct backing_dev_info *bdi)
 		total_add(WBG_T_STALL_REPEATS, 1);
 		return;
 	}
-	e = ring_reserve(WBG_RING_EVENT_SIZE(stall), WBG_LIFE_STALL, id, 0, 0);
+	e = ring_reserve(WBG_RING_EVENT_SIZE(stall), WBG_RING_STALL, id, 0, 0);
 	if (!e) {
 		bpf_map_delete_elem(&stall_reported, &id); /* the next one tries again */
 		total_add(WBG_T_LIFE_LOST, 1);

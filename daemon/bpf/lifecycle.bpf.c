@@ -47,7 +47,7 @@ static __always_inline int life_event(struct cgroup *cgrp, const char *path, __u
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(life_rmdir, struct cgroup *cgrp, const char *path)
 {
-	return life_event(cgrp, path, WBG_LIFE_RMDIR);
+	return life_event(cgrp, path, WBG_RING_RMDIR);
 }
 
 /* Released: the last css of the cgroup (a dying memcg included) is gone, so
@@ -56,5 +56,5 @@ SEC("tp_btf/cgroup_release")
 int BPF_PROG(life_release, struct cgroup *cgrp, const char *path)
 {
 	release_inodes(BPF_CORE_READ(cgrp, kn, id));
-	return life_event(cgrp, path, WBG_LIFE_RELEASE);
+	return life_event(cgrp, path, WBG_RING_RELEASE);
 }

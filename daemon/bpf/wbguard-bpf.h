@@ -139,7 +139,7 @@ static __always_inline void dying_fire(__u64 id, __u64 armed, __u32 sign, struct
 
 	if (!st || *st != armed || __sync_val_compare_and_swap(st, armed, WBG_DYING_FIRED) != armed)
 		return;
-	e = ring_reserve(WBG_RING_EVENT_SIZE(evidence), WBG_LIFE_EVIDENCE, id, sign, 0);
+	e = ring_reserve(WBG_RING_EVENT_SIZE(evidence), WBG_RING_EVIDENCE, id, sign, 0);
 	if (!e) {
 		*st = armed; /* the next one tries again */
 		total_add(WBG_T_LIFE_LOST, 1);

@@ -126,7 +126,7 @@ enum wbg_total {
 	WBG_T_SWITCHES,               /* writeback:inode_switch_wbs */
 	WBG_T_LIFE_LOST,              /* removals/releases the full ring buffer dropped */
 	WBG_T_DEVSET_INSERTS,         /* cgroup_devs entries created (user space counts its deletes) */
-	WBG_T_STALL_EVENTS,           /* WBG_LIFE_STALL events sent */
+	WBG_T_STALL_EVENTS,           /* WBG_RING_STALL events sent */
 	WBG_T_STALL_REPEATS,          /* -ENOENT for a cgroup already reported, only counted */
 	WBG_T_INODES_TENANT_FULL,     /* inode records refused: the tenant's share was full */
 	WBG_T_INODES_CGROUPS_FULL,    /* ... the per-cgroup count table was full */
@@ -146,30 +146,30 @@ struct wbg_cgroup_stats {
 #define WBG_RING_PATH_MAX 1024 /* covers kubelet's paths (about 200 bytes) four times over */
 #define WBG_RING_BDI_MAX 64    /* a bdi's name: "MAJOR:MINOR", or a driver's short name */
 
-enum wbg_life_kind {
-	WBG_LIFE_RMDIR = 0,   /* rmdir: the cgroup is dying */
-	WBG_LIFE_RELEASE = 1, /* released: gone, every css of it freed */
-	WBG_LIFE_DIRTY = 2,   /* a watched pod dirtied a page (its expiry clock starts) */
-	WBG_LIFE_EVIDENCE = 3, /* a live cgroup dirtied an inode still on a watched dying wb */
-	WBG_LIFE_STALL = 4,    /* a foreign flush to a dying cgroup nothing watches got -ENOENT */
+enum wbg_ring_kind {
+	WBG_RING_RMDIR = 0,   /* rmdir: the cgroup is dying */
+	WBG_RING_RELEASE = 1, /* released: gone, every css of it freed */
+	WBG_RING_DIRTY = 2,   /* a watched pod dirtied a page (its expiry clock starts) */
+	WBG_RING_EVIDENCE = 3, /* a live cgroup dirtied an inode still on a watched dying wb */
+	WBG_RING_STALL = 4,    /* a foreign flush to a dying cgroup nothing watches got -ENOENT */
 };
 
 /* The stall itself, for dying cgroups wbguardd has no handover for (it was
  * down at their removal, forgot them, or refused them): the first -ENOENT
- * foreign flush to each sends one WBG_LIFE_STALL event (its stall.bdi: the
+ * foreign flush to each sends one WBG_RING_STALL event (its stall.bdi: the
  * bdi's name, "MAJOR:MINOR" for a block device); later ones for the same
  * cgroup only count, until user space forgets it (its handover ended). */
 #define WBG_STALL_REPORTED_MAX 4096
 
 /* Per-pod expiry: user space arms a pod's cgroup; its next dirtying fires
- * one WBG_LIFE_DIRTY event and disarms it. */
+ * one WBG_RING_DIRTY event and disarms it. */
 #define WBG_EXPIRY_PODS_MAX 4096
 enum wbg_expiry_watch {
 	WBG_EXPIRY_ARMED = 1,
 	WBG_EXPIRY_FIRED = 2,
 };
 
-/* One event on the event ring, of any enum wbg_life_kind: a cgroup removed
+/* One event on the event ring, of any enum wbg_ring_kind: a cgroup removed
  * (tracepoint cgroup:cgroup_rmdir, for removals too quick for inotify to tie
  * to a cgroup id) or released, a watched pod's dirtying, the evidence, the
  * stall. A head every kind fills, then its kind's part: the BPF side
@@ -178,7 +178,7 @@ enum wbg_expiry_watch {
  * removal's path. */
 struct wbg_ring_event {
 	__u64 cgroup_id; /* EVIDENCE: the dying wb's cgroup */
-	__u32 kind;      /* enum wbg_life_kind */
+	__u32 kind;      /* enum wbg_ring_kind */
 	__u32 level;     /* RMDIR, RELEASE: the cgroup's; EVIDENCE: its sign, 0 a dirtying, 1 -ENOENT */
 	__u32 root;      /* hierarchy id: the default (v2) hierarchy is 0 */
 	__u32 pad;
@@ -208,11 +208,11 @@ struct wbg_ring_event {
 static inline __u32 wbg_ring_event_size(__u32 kind)
 {
 	switch (kind) {
-	case WBG_LIFE_DIRTY:
+	case WBG_RING_DIRTY:
 		return WBG_RING_HEAD_SIZE;
-	case WBG_LIFE_EVIDENCE:
+	case WBG_RING_EVIDENCE:
 		return WBG_RING_EVENT_SIZE(evidence);
-	case WBG_LIFE_STALL:
+	case WBG_RING_STALL:
 		return WBG_RING_EVENT_SIZE(stall);
 	default:
 		return WBG_RING_EVENT_SIZE(removal);
@@ -221,7 +221,7 @@ static inline __u32 wbg_ring_event_size(__u32 kind)
 
 /* Removed cgroups whose dying wbs wbguardd watches ([flush] mode =
  * on-evidence): armed by user space at removal; the first foreign dirtying
- * of an inode still on such a wb sends one WBG_LIFE_EVIDENCE event and
+ * of an inode still on such a wb sends one WBG_RING_EVIDENCE event and
  * disarms the entry (user space re-arms it if the wb stays dirty). */
 #define WBG_DYING_WATCH_MAX 8192
 /* Its states: armed for either sign, armed for the stall itself only (a

@@ -62,14 +62,14 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 	if (e->root != 0)
 		return 0;
 	switch (e->kind) {
-	case WBG_LIFE_DIRTY:
+	case WBG_RING_DIRTY:
 		expiry_dirty_event(&m->expiry, e->cgroup_id);
 		return 0;
-	case WBG_LIFE_RELEASE:
+	case WBG_RING_RELEASE:
 		series_released(&m->series, e->cgroup_id);
 		lifecycle_released(&m->lifecycle, e->cgroup_id);
 		return 0;
-	case WBG_LIFE_EVIDENCE: {
+	case WBG_RING_EVIDENCE: {
 		const typeof(e->evidence) *ev = &e->evidence;
 		struct wbg_inode_key k = { .cgroup_id = e->cgroup_id, .ino = ev->ino, .dev = ev->dev, .gen = ev->gen };
 
@@ -89,7 +89,7 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 				 owner ? owner : "a removed cgroup");
 		return 0;
 	}
-	case WBG_LIFE_STALL: {
+	case WBG_RING_STALL: {
 		/* the path, where the departed cgroups still have it; the bdi
 		 * by its name, "MAJOR:MINOR" */
 		const char *p = series_cgroup_path(&m->series, e->cgroup_id);

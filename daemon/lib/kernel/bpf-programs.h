@@ -122,7 +122,7 @@ int wbg_bpf_dying_arm(struct wbg_bpf *b, uint64_t cgroup_id, bool stall_only);
 int wbg_bpf_dying_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 /* The stall as evidence: whether this kernel reports -ENOENT foreign flushes
  * to dying cgroups (the fexit program attached, and the ring), and turning
- * the WBG_LIFE_STALL events on or off. A cgroup's stall is reported once
+ * the WBG_RING_STALL events on or off. A cgroup's stall is reported once
  * until stall_forget (its handover ended). */
 bool wbg_bpf_stall_supported(const struct wbg_bpf *b);
 void wbg_bpf_stall_enable(struct wbg_bpf *b, bool on);
@@ -131,12 +131,12 @@ bool wbg_bpf_stall_enabled(const struct wbg_bpf *b);
 int wbg_bpf_stall_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* Per-pod expiry: once armed, the cgroup's next dirtying fires one
- * WBG_LIFE_DIRTY event on the event ring and disarms it. */
+ * WBG_RING_DIRTY event on the event ring and disarms it. */
 int wbg_bpf_expiry_arm(struct wbg_bpf *b, uint64_t cgroup_id);
 int wbg_bpf_expiry_forget(struct wbg_bpf *b, uint64_t cgroup_id);
 
 /* The event ring (removals, releases, watched pods' first
- * dirtying: enum wbg_life_kind): poll its fd, then consume (cb per event).
+ * dirtying: enum wbg_ring_kind): poll its fd, then consume (cb per event).
  * cb sees an event only as long as its kind carries (wbg_ring_event_size())
  * and, when that is a removal's, with its path NUL-terminated in its field. */
 typedef int (*wbg_ring_event_cb)(const struct wbg_ring_event *e, void *userdata);

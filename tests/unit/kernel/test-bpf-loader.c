@@ -77,15 +77,15 @@ static struct wbg_ring_event event(__u32 kind)
 
 static void test_kinds(void)
 {
-	struct wbg_ring_event e = event(WBG_LIFE_DIRTY);
+	struct wbg_ring_event e = event(WBG_RING_DIRTY);
 	const struct wbg_ring_event *got = NULL;
 
 	CHECK(sample(&e, WBG_RING_HEAD_SIZE, &got) == 0 && seen.calls == 1 && got,
 	      "dirty: the head alone passed on, as is");
-	CHECK(got && got->cgroup_id == 4242 && got->kind == WBG_LIFE_DIRTY && got->level == 3,
+	CHECK(got && got->cgroup_id == 4242 && got->kind == WBG_RING_DIRTY && got->level == 3,
 	      "dirty: its head's fields read back");
 
-	e = event(WBG_LIFE_EVIDENCE);
+	e = event(WBG_RING_EVIDENCE);
 	e.evidence.dev = 8 << 20 | 1;
 	e.evidence.gen = 7;
 	e.evidence.ino = 123456;
@@ -96,47 +96,47 @@ static void test_kinds(void)
 		      got->evidence.dirtier == 99,
 	      "evidence: the inode and the dirtier read back");
 
-	e = event(WBG_LIFE_STALL);
+	e = event(WBG_RING_STALL);
 	snprintf(e.stall.bdi, sizeof(e.stall.bdi), "8:16");
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(stall), &got) == 0 && seen.calls == 1 && got,
 	      "stall: head and its part passed on");
 	CHECK(got && strcmp(got->stall.bdi, "8:16") == 0, "stall: its bdi read back");
 
-	e = event(WBG_LIFE_RMDIR);
+	e = event(WBG_RING_RMDIR);
 	snprintf(e.removal.path, sizeof(e.removal.path), "/kubepods/pod-a");
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal), &got) == 0 && seen.calls == 1 && got,
 	      "rmdir: head and path passed on");
 	CHECK(got && strcmp(got->removal.path, "/kubepods/pod-a") == 0, "rmdir: its path read back");
-	e.kind = WBG_LIFE_RELEASE;
+	e.kind = WBG_RING_RELEASE;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal), &got) == 0 && seen.calls == 1 && got &&
-		      got->kind == WBG_LIFE_RELEASE,
+		      got->kind == WBG_RING_RELEASE,
 	      "release: passed on with its kind");
-	e.kind = WBG_LIFE_DIRTY;
+	e.kind = WBG_RING_DIRTY;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(evidence), NULL) == 0 && seen.calls == 1,
 	      "an event longer than its kind carries: passed on");
 }
 
 static void test_short(void)
 {
-	struct wbg_ring_event e = event(WBG_LIFE_DIRTY);
+	struct wbg_ring_event e = event(WBG_RING_DIRTY);
 
 	CHECK(sample(&e, WBG_RING_HEAD_SIZE - 1, NULL) == 0 && seen.calls == 0, "a byte short of the head: dropped");
 	CHECK(sample(&e, sizeof(e.cgroup_id), NULL) == 0 && seen.calls == 0,
 	      "too short to hold a kind: dropped, its kind never read");
-	e.kind = WBG_LIFE_EVIDENCE;
+	e.kind = WBG_RING_EVIDENCE;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(evidence) - 1, NULL) == 0 && seen.calls == 0,
 	      "evidence a byte short of its part: dropped");
 	CHECK(sample(&e, WBG_RING_HEAD_SIZE, NULL) == 0 && seen.calls == 0, "evidence with the head alone: dropped");
-	e.kind = WBG_LIFE_STALL;
+	e.kind = WBG_RING_STALL;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(stall) - 1, NULL) == 0 && seen.calls == 0,
 	      "stall a byte short of its bdi: dropped");
 	/* the longest path, its NUL the byte cut off: its size, not its
 	 * string, says where to stop */
-	e.kind = WBG_LIFE_RMDIR;
+	e.kind = WBG_RING_RMDIR;
 	memset(e.removal.path, 'a', sizeof(e.removal.path) - 1);
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal) - 1, NULL) == 0 && seen.calls == 0,
 	      "rmdir a byte short of its path: dropped, the path not read");
-	e.kind = WBG_LIFE_RELEASE;
+	e.kind = WBG_RING_RELEASE;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(stall), NULL) == 0 && seen.calls == 0,
 	      "release as long as a stall: dropped");
 }
@@ -155,7 +155,7 @@ static void test_unknown_kind(void)
 
 static void test_path_unterminated(void)
 {
-	struct wbg_ring_event e = event(WBG_LIFE_RMDIR);
+	struct wbg_ring_event e = event(WBG_RING_RMDIR);
 
 	memset(e.removal.path, 'a', sizeof(e.removal.path));
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal), NULL) == 0 && seen.calls == 0,
@@ -163,12 +163,12 @@ static void test_path_unterminated(void)
 	e.kind = 77;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal), NULL) == 0 && seen.calls == 0,
 	      "an unknown kind's path with no NUL: dropped too");
-	e.kind = WBG_LIFE_RMDIR;
+	e.kind = WBG_RING_RMDIR;
 	e.removal.path[sizeof(e.removal.path) - 1] = 0;
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(removal), NULL) == 0 && seen.calls == 1 &&
 		      strlen(seen.last->removal.path) == sizeof(e.removal.path) - 1,
 	      "the longest path BPF sends (its last byte the NUL): passed on");
-	e = event(WBG_LIFE_STALL);
+	e = event(WBG_RING_STALL);
 	memset(e.stall.bdi, '9', sizeof(e.stall.bdi));
 	CHECK(sample(&e, WBG_RING_EVENT_SIZE(stall), NULL) == 0 && seen.calls == 1,
 	      "a stall is no removal: its bdi is not taken for a path (its reader bounds it)");
@@ -176,7 +176,7 @@ static void test_path_unterminated(void)
 
 static void test_reader_result(void)
 {
-	struct wbg_ring_event e = event(WBG_LIFE_DIRTY);
+	struct wbg_ring_event e = event(WBG_RING_DIRTY);
 
 	/* libbpf stops consuming at a sample's error */
 	seen.result = -EIO;
