@@ -2,9 +2,10 @@
 /*
  * The flush worker pool. Blocking writeback runs here, never on the event
  * loop. Work is per target (a filesystem or a block device): at most one
- * job runs and one waits per target, and a new request for a target that
- * already has a waiting job joins it (its inodes and waiters are merged), so
- * fifty removals on one filesystem cost at most two syncfs rounds. The
+ * job runs per target, and a new request for a target that already has a
+ * waiting job joins it (its inodes and waiters are merged), so fifty
+ * removals on one filesystem cost at most two syncfs rounds (only a
+ * waiting job that is full queues another behind it: below). The
  * number of threads caps global concurrency. Finished jobs are handed back to
  * the event loop through an eventfd.
  *
