@@ -17,6 +17,7 @@
 #include "wbg-flush.h"
 #include "wbg-cgroup.h"
 #include "tap.h"
+#include "test-files.h"
 
 static const char mounts_text[] = "22 1 0:21 / / rw - overlay overlay rw\n"
 				  "25 22 254:0 / /mnt/ext4 rw - ext4 /dev/vda rw\n"
@@ -41,19 +42,6 @@ struct fixture {
 	struct wbg_mounts mounts;
 	struct wbg_lifecycle_host host;
 };
-
-static void put(const char *dir, const char *rel, const char *text)
-{
-	char p[512];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	f = fopen(p, "w");
-	if (!f)
-		abort();
-	fputs(text, f);
-	fclose(f);
-}
 
 static void mkdirs(const char *dir, const char *rel)
 {
@@ -101,11 +89,11 @@ static void test_drain_after(void)
 	fixture_init(&f);
 	CHECK(lifecycle_drain_after_usec(f.cfg.proc_sys) == 52500000ULL,
 	      "drain time without the sysctls: the kernel's defaults (30 s + 5 s) x 1.5");
-	put(f.dir, "sys/vm/dirty_expire_centisecs", "1000\n");
-	put(f.dir, "sys/vm/dirty_writeback_centisecs", "100\n");
+	test_put(f.dir, "sys/vm/dirty_expire_centisecs", "1000\n");
+	test_put(f.dir, "sys/vm/dirty_writeback_centisecs", "100\n");
 	CHECK(lifecycle_drain_after_usec(f.cfg.proc_sys) == 16500000ULL,
 	      "drain time: (expire + writeback interval) x 1.5 from the sysctls");
-	put(f.dir, "sys/vm/dirty_expire_centisecs", "soon\n");
+	test_put(f.dir, "sys/vm/dirty_expire_centisecs", "soon\n");
 	CHECK(lifecycle_drain_after_usec(f.cfg.proc_sys) == 16500000ULL - 15000000ULL + 45000000ULL,
 	      "an unreadable expiry counts as the default 30 s, the writeback interval as read");
 	fixture_done(&f);
@@ -142,7 +130,7 @@ static void test_kernel_ops(void)
 	char debugfs[128];
 
 	fixture_init(&f);
-	put(f.dir, "cgroup/pod/memory.stat", "anon 0\nfile_dirty 8192\nfile_writeback 4096\n");
+	test_put(f.dir, "cgroup/pod/memory.stat", "anon 0\nfile_dirty 8192\nfile_writeback 4096\n");
 	CHECK(k->read_dirty(&f.host, "pod", &dirty, &wb) == 0, "memory.stat of a live cgroup is read");
 	CHECK(dirty == 8192, "its file_dirty");
 	CHECK(wb == 4096, "its file_writeback");
@@ -154,7 +142,7 @@ static void test_kernel_ops(void)
 	CHECK(k->dirty_cgroups(&f.host, &ids, &n) == -ENOENT, "no debugfs: wb_stats cannot say");
 	snprintf(debugfs, sizeof(debugfs), "%s/debug", f.dir);
 	mkdirs(f.dir, "debug/bdi/254:0");
-	put(f.dir, "debug/bdi/254:0/wb_stats", wb_stats_text);
+	test_put(f.dir, "debug/bdi/254:0/wb_stats", wb_stats_text);
 	f.host.debugfs = debugfs;
 	CHECK(k->dirty_cgroups(&f.host, &ids, &n) == 0, "wb_stats read from the host's debugfs");
 	CHECK(n == 1 && ids[0] == 4242, "only the cgroup whose wb has dirty IO (%zu)", n);

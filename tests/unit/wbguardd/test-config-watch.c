@@ -15,6 +15,7 @@
 #include "config-watch.h"
 #include "wbg-base.h"
 #include "tap.h"
+#include "test-files.h"
 
 static char dir[] = "/tmp/wbg-config-watch-XXXXXX";
 static unsigned changed;
@@ -26,15 +27,7 @@ static void on_changed(void *userdata)
 
 static void put(const char *rel, const char *text)
 {
-	char p[512];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	f = fopen(p, "we");
-	if (!f)
-		abort();
-	fputs(text, f);
-	fclose(f);
+	test_put(dir, rel, text);
 }
 
 static int run(sd_event *e, uint64_t usec)
