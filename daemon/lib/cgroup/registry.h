@@ -19,7 +19,6 @@ struct wbg_cgroup {
 	bool populated;
 	bool removed;
 	bool in_scope;       /* in a configured subtree (not just an ancestor) */
-	bool settled;        /* its handover ended at populated 0; its removal is no news */
 	uint64_t seen;       /* rescan generation it was last found in */
 	struct wbg_identity ident;
 	struct wbg_handover *handover; /* the one in progress, if any */

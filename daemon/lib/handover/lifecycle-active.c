@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The handovers in progress: by id, how many per cgroup (a stall's
- * "covered?" in O(log n)), and a ring of the cgroups whose handover ended
- * lately (the rmdir tracepoint's duplicates of inotify's news). */
+ * "covered?" in O(log n)), a ring of the cgroups whose handover ended
+ * lately (the rmdir tracepoint's duplicates of inotify's news), and the
+ * cgroups whose going-away is recorded already (settled). */
 #include <search.h>
 #include <stdlib.h>
 
@@ -48,6 +49,37 @@ bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 	struct active_cgroup key = { .cgroup_id = cgroup_id };
 
 	return tfind(&key, &lc->active_cgroups, cmp_leading_u64) != NULL;
+}
+
+/* A settled cgroup: its id, in a tree by id. */
+struct settled_cgroup {
+	uint64_t cgroup_id; /* first: cmp_leading_u64 */
+};
+
+void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled)
+{
+	struct settled_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->settled, cmp_leading_u64), *e;
+
+	if (!settled && f) {
+		e = *f;
+		tdelete(e, &lc->settled, cmp_leading_u64);
+		free(e);
+	} else if (settled && !f) {
+		/* no memory: its removal is a second record, which is all */
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		e->cgroup_id = cgroup_id;
+		if (!tsearch(e, &lc->settled, cmp_leading_u64))
+			free(e);
+	}
+}
+
+bool lc_settled(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
+{
+	struct settled_cgroup key = { .cgroup_id = cgroup_id };
+
+	return tfind(&key, &lc->settled, cmp_leading_u64) != NULL;
 }
 
 struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id)

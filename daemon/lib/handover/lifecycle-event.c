@@ -52,12 +52,13 @@ static bool descendants_handed_over(const struct wbg_lifecycle *lc, const char *
 
 /* A handover that ends before any flush. One that ends while the cgroup
  * still exists covers its removal too (settled). */
-static struct wbg_fact end_early(struct wbg_cgroup *c, struct wbg_handover *h, enum wbg_outcome o, const char *reason)
+static struct wbg_fact end_early(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
+				 enum wbg_outcome o, const char *reason)
 {
 	h->outcome = o;
 	h->reason = reason;
 	c->handover = NULL;
-	c->settled = !h->t_removed && h->trigger != WBG_TRIGGER_API;
+	lc_settle(lc, c->id, !h->t_removed && h->trigger != WBG_TRIGGER_API);
 	return fact(WBG_EVENT_NOTHING, 0);
 }
 
@@ -156,8 +157,10 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 	*ret_h = NULL;
 	/* One record per going-away: a handover that already ended at
 	 * populated 0 (clean, disabled, children) covers the removal too. */
-	if (c->settled && (trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN))
+	if ((trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) && lc_settled(lc, c->id)) {
+		lc_settle(lc, c->id, false); /* gone: its entry with it */
 		return LC_NO_FACT;
+	}
 	h = lc_start(lc, c->id, c->path, trigger);
 	if (!h)
 		return LC_NO_FACT;
@@ -170,12 +173,12 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
 	if (!h->t_removed && trigger != WBG_TRIGGER_API && lc->world.kernel->has_children(lc->world.kernel_data, c->path))
-		return end_early(c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
+		return end_early(lc, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
 	/* An explicit request is done whatever the kernel can do itself. */
 	if (!lc->mitigating && trigger != WBG_TRIGGER_API)
-		return end_early(c, h, WBG_OUTCOME_DISABLED, "mitigation off");
+		return end_early(lc, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
 	if (!lc->params.flush)
-		return end_early(c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
+		return end_early(lc, c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
@@ -184,7 +187,7 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
 			if (dirty + wb == 0)
-				return end_early(c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
+				return end_early(lc, c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
 		} else
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
@@ -219,14 +222,14 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 		return fact(WBG_EVENT_NOTHING, WBG_GUARD_CHARGED); /* the cleanup still moves its inodes */
 	/* ended before its removal, as end_early: the removal is no second
 	 * record, unless it failed (the removal tries again) */
-	c->settled = !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED;
+	lc_settle(lc, c->id, !h->t_removed && trigger != WBG_TRIGGER_API && h->outcome != WBG_OUTCOME_FAILED);
 	c->handover = NULL;
 	return fact(WBG_EVENT_NOTHING, 0);
 }
 
-struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h)
+struct wbg_fact lc_event_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h)
 {
-	c->settled = false; /* in use again: its next going-away is news */
+	lc_settle(lc, c->id, false); /* in use again: its next going-away is news */
 	if (!h || h->phase == WBG_PHASE_FLUSHING)
 		return LC_NO_FACT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */

@@ -55,6 +55,10 @@ void lc_reschedule(struct wbg_lifecycle *lc);
 void lc_run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, struct wbg_plan *plan);
 
 /* lifecycle-active.c: the handovers in progress. */
+/* Whether a cgroup's going-away is recorded already (a handover ended at
+ * populated 0): its removal then starts none. */
+void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled);
+bool lc_settled(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id);
 /* A new handover, in the set (NULL: out of memory, logged). */
 struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);
@@ -100,7 +104,7 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 struct wbg_fact lc_event_move_on(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
 				enum wbg_trigger trigger, struct wbg_plan *plan);
 /* In use again: REPOPULATED, or LC_NO_EVENT while its flush runs. */
-struct wbg_fact lc_event_repopulated(struct wbg_cgroup *c, struct wbg_handover *h);
+struct wbg_fact lc_event_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h);
 
 /* A recovered handover's first event (plan: what its record named). */
 struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover *h, const dev_t *devs, const bool *bdev,

@@ -116,10 +116,7 @@ static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover 
 	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
 		lc->watch.stats.flush_failures++;
 	if (!h->t_removed && h->trigger != WBG_TRIGGER_API && h->n_failed && !h->n_targets) {
-		struct wbg_cgroup *c = registry_find_id(lc->reg, h->cgroup_id);
-
-		if (c)
-			c->settled = false; /* its removal is another handover */
+		lc_settle(lc, h->cgroup_id, false); /* its removal is another handover */
 		return fact(WBG_EVENT_FLUSHED, WBG_GUARD_NONE_STARTED);
 	}
 	return fact(WBG_EVENT_FLUSHED, 0); /* where it goes: the route's, and whether the cgroup is gone */
@@ -396,7 +393,7 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 void lifecycle_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup *c)
 {
 	struct wbg_handover *h = c->handover;
-	struct wbg_fact ev = lc_event_repopulated(c, h);
+	struct wbg_fact ev = lc_event_repopulated(lc, c, h);
 
 	if (ev.event == LC_NO_EVENT)
 		return;
@@ -526,5 +523,7 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	lc->watch.n = lc->watch.cap = 0;
 	tdestroy(lc->active_cgroups, free); /* (empty: every handover ended above) */
 	lc->active_cgroups = NULL;
+	tdestroy(lc->settled, free);
+	lc->settled = NULL;
 	lc_recent_clear(lc);
 }

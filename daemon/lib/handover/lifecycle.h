@@ -221,6 +221,11 @@ struct wbg_lifecycle {
 	void *active; /* tsearch tree of handovers in progress, by id */
 	size_t n_active;
 	void *active_cgroups; /* ... how many per cgroup id: a stall's "covered?" in O(log n) */
+	/* cgroups whose going-away a handover recorded at populated 0 (clean,
+	 * disabled, a parent, nothing of its own): their removal is no second
+	 * record. One entry per tracked cgroup at most (the registry's bound):
+	 * it leaves at the removal, or when the cgroup is in use again. */
+	void *settled;
 	struct wbg_handover *in_flight; /* FLUSHING: their timeouts */
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
 	uint64_t cleanup_due;

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "lifecycle-internal.h"
 #include "lifecycle-world.h"
 #include "tap.h"
 
@@ -85,7 +86,7 @@ static void test_early_ends(void)
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(world_recorded(1, WBG_OUTCOME_CLEAN), "nothing dirty: recorded clean at once");
 	CHECK(world.n_sub == 0, "nothing dirty: no flush");
-	CHECK(c->settled, "nothing dirty: the cgroup is settled");
+	CHECK(lc_settled(&lc, c->id), "nothing dirty: the cgroup is settled");
 	removed(c);
 	CHECK(world.ended == 1, "a settled cgroup's removal is no second record");
 
@@ -102,7 +103,7 @@ static void test_early_ends(void)
 	CHECK(world_recorded(3, WBG_OUTCOME_DISABLED), "mitigation off: disabled");
 	CHECK(strcmp(world.last_reason, "mitigation off") == 0, "mitigation off: the reason says so");
 	c->populated = true;
-	c->settled = false;
+	lifecycle_repopulated(&lc, c); /* in use again: no longer settled */
 	world.calls[0] = 0;
 	CHECK(lifecycle_flush_request(&lc, c, c->path, 5 * S, &world.calls[0]) == 1,
 	      "mitigation off: an API request is taken all the same");
@@ -225,7 +226,7 @@ static void test_timeout(void)
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(world_recorded(1, WBG_OUTCOME_FAILED),
 	      "a target that takes no more flushes: failed at once");
-	CHECK(!c->settled, "a target that takes no more flushes: not settled (its removal tries again)");
+	CHECK(!lc_settled(&lc, c->id), "a target that takes no more flushes: not settled (its removal tries again)");
 	teardown();
 }
 
