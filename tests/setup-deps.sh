@@ -10,7 +10,7 @@ bpftool libbpf-dev libelf-dev zlib1g-dev
 libsystemd-dev libinih-dev libnl-3-dev
 libjson-c-dev libmicrohttpd-dev
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
-bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus
+bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus prometheus-node-exporter
 strace valgrind libcgroup-dev
 scdoc man-db libdbus-1-dev bash-completion
 dpkg-dev debhelper lintian fakeroot

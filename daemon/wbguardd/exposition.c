@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The whole exposition: each part's families (they read their own state
- * and change nothing), for /metrics, the Metrics method and the textfile. */
+ * and change nothing), for /metrics and the Metrics method; the textfile
+ * has all but the endpoint's own (write_endpoint). */
 #include <time.h>
 #include <stdlib.h>
 
@@ -39,7 +40,9 @@ static void write_textfile(FILE *f, const struct manager *m)
 		       wbstats_read_failures);
 }
 
-void metrics_write(const struct manager *m, FILE *f)
+/* What wbguardd knows of the node and of its own work: /metrics and the
+ * textfile alike. */
+static void write_node(FILE *f, const struct manager *m)
 {
 	uint64_t too_long = 0;
 	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
@@ -86,11 +89,32 @@ void metrics_write(const struct manager *m, FILE *f)
 		     "Per-cgroup series left out of this scrape: the cgroup's path is over 512 bytes (its counts are "
 		     "in the node-wide totals).",
 		     (double)too_long);
-	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
 	metric_family(f, "wbguard_event_loop_lag_seconds", "histogram",
 		      "How late the event loop ran its timers (handover ticks, expiry rounds, the verdict refresh): "
 		      "the wait of every hook call, probe and scrape behind them. Includes the timers' 10 ms accuracy.");
 	metric_hist(f, "wbguard_event_loop_lag_seconds", &m->loop_lag);
+	{
+		/* the hook's syncfs while we were not there, under its budget */
+		struct hook_budget_counts hb = { 0 };
+
+		(void)hook_budget_counts(m->cfg.state_dir, &hb);
+		metric_family(f, "wbguard_hook_fallback_syncfs_total", "counter",
+			      "The OCI hook's own syncfs at container exits wbguardd did not answer, by result: taken, "
+			      "or refused by the per-filesystem budget (one a second) every hook shares.");
+		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"taken\"} %" PRIu64 "\n", hb.taken);
+		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"refused\"} %" PRIu64 "\n", hb.refused);
+	}
+	build_info_metric(f, WBGUARD_VERSION);
+}
+
+/* The endpoint's own: its HTTP servers' counters and the standard process_*
+ * families. Not in the textfile: node_exporter serves its own process_*
+ * (other help texts) and its own handler's counters, and client_golang
+ * refuses a family two sources give, on every scrape (tests/node-exporter);
+ * and a reader of the file does not use wbguardd's HTTP servers. */
+static void write_endpoint(FILE *f, const struct manager *m)
+{
+	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
 	metric_counter(f, "wbguard_http_deadline_closes_total",
 		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",
 		       m->http.deadline_closes);
@@ -103,18 +127,13 @@ void metrics_write(const struct manager *m, FILE *f)
 		       "(the probes' and the scraper's stay free).",
 		       m->http.uid_refused);
 	probe_http_metrics(f, &m->probes);
-	{
-		/* the hook's syncfs while we were not there, under its budget */
-		struct hook_budget_counts hb = { 0 };
+	process_metrics(f, "/proc");
+}
 
-		(void)hook_budget_counts(m->cfg.state_dir, &hb);
-		metric_family(f, "wbguard_hook_fallback_syncfs_total", "counter",
-			      "The OCI hook's own syncfs at container exits wbguardd did not answer, by result: taken, "
-			      "or refused by the per-filesystem budget (one a second) every hook shares.");
-		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"taken\"} %" PRIu64 "\n", hb.taken);
-		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"refused\"} %" PRIu64 "\n", hb.refused);
-	}
-	process_metrics(f, "/proc", WBGUARD_VERSION);
+void metrics_write(const struct manager *m, FILE *f)
+{
+	write_node(f, m);
+	write_endpoint(f, m);
 }
 
 void metrics_textfile_update(struct manager *m, bool force)
@@ -136,7 +155,7 @@ void metrics_textfile_update(struct manager *m, bool force)
 		log_oom();
 		return;
 	}
-	metrics_write(m, f);
+	write_node(f, m);
 	{
 		struct timespec ts;
 

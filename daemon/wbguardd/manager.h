@@ -143,5 +143,6 @@ struct wbg_lifecycle_world manager_lifecycle_world(struct manager *m);
 /* The whole exposition, as a scrape sees it (exposition.c). */
 void metrics_write(const struct manager *m, FILE *f);
 /* The configured textfile, rewritten by its thread; force ignores the
- * throttle. */
+ * throttle. It holds only what node_exporter does not serve itself: the
+ * exposition without the endpoint's process_* and HTTP counters. */
 void metrics_textfile_update(struct manager *m, bool force);

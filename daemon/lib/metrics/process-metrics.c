@@ -63,15 +63,9 @@ static long open_fds(const char *proc)
 	return n - 1; /* the one this walk has open */
 }
 
-void process_metrics(FILE *f, const char *proc, const char *version)
+void build_info_metric(FILE *f, const char *version)
 {
-	_cleanup_free_ char *text = NULL;
-	struct process_stat st;
 	struct utsname u;
-	struct rlimit rl;
-	char path[256];
-	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds;
-	uint64_t btime = 0;
 
 	metric_family(f, "wbguard_build_info", "gauge", "1, with wbguardd's version and the running kernel's release.");
 	fputs("wbguard_build_info{version=\"", f);
@@ -79,6 +73,17 @@ void process_metrics(FILE *f, const char *proc, const char *version)
 	fputs("\",kernel_release=\"", f);
 	metric_label_value(f, uname(&u) == 0 ? u.release : "");
 	fputs("\"} 1\n", f);
+}
+
+void process_metrics(FILE *f, const char *proc)
+{
+	_cleanup_free_ char *text = NULL;
+	struct process_stat st;
+	struct rlimit rl;
+	char path[256];
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE), fds;
+	uint64_t btime = 0;
+
 	snprintf(path, sizeof(path), "%s/self/stat", proc);
 	if (read_small_file_at(AT_FDCWD, path, 4096, &text) >= 0 && process_stat_parse(text, &st) >= 0 && tick > 0) {
 		metric_value(f, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",

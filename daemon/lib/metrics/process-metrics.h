@@ -13,5 +13,8 @@ struct process_stat {
 /* /proc/PID/stat's text (the name in parentheses may hold anything, so
  * fields are counted from its last ')'). -EINVAL if it is not that. */
 int process_stat_parse(const char *text, struct process_stat *ret);
-/* proc: "/proc" (or a test's tree); version: the build's. */
-void process_metrics(FILE *f, const char *proc, const char *version);
+/* The process_* families; proc: "/proc" (or a test's tree). Only on
+ * wbguardd's own endpoint: node_exporter has its own process_*. */
+void process_metrics(FILE *f, const char *proc);
+/* wbguard_build_info; version: the build's. */
+void build_info_metric(FILE *f, const char *version);

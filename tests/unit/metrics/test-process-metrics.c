@@ -23,7 +23,8 @@ int main(void)
 	CHECK(process_stat_parse("1234 (short) S 1 2", &st) < 0, "a short line is refused");
 	CHECK(process_stat_parse("no parenthesis at all", &st) < 0, "no name: refused");
 	f = open_memstream(&buf, &n);
-	process_metrics(f, "/proc", "9.9.9");
+	build_info_metric(f, "9.9.9");
+	process_metrics(f, "/proc");
 	fclose(f);
 	CHECK(strstr(buf, "wbguard_build_info{version=\"9.9.9\",kernel_release=\""), "build_info with version and kernel");
 	CHECK(strstr(buf, "\nprocess_cpu_seconds_total ") && strstr(buf, "\nprocess_resident_memory_bytes ") &&
