@@ -8,7 +8,8 @@ PKGS="
 meson ninja-build gcc clang llvm pkg-config clang-tidy cppcheck
 bpftool libbpf-dev libelf-dev zlib1g-dev
 libsystemd-dev libinih-dev libnl-3-dev
-libjson-c-dev libmicrohttpd-dev
+libjson-c-dev libmicrohttpd-dev libyaml-dev libcrypt-dev libgnutls28-dev
+apache2-utils openssl
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus prometheus-node-exporter
 strace valgrind libcgroup-dev

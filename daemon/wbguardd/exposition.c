@@ -122,6 +122,10 @@ static void write_endpoint(FILE *f, const struct manager *m)
 		       "/metrics requests refused: the peer's socket is not owned by a user in [metrics] allow_users "
 		       "(or is remote).",
 		       m->http.forbidden);
+	metric_counter(f, "wbguard_http_unauthorized_total",
+		       "/metrics requests without valid credentials of [metrics] web_config_file's basic_auth_users "
+		       "(401), or past its few bcrypt checks a second (429).",
+		       m->http.unauthorized);
 	metric_counter(f, "wbguard_http_user_share_closes_total",
 		       "Connections closed at once: their local user (not root) already held 8, its share of the 64 "
 		       "(the probes' and the scraper's stay free).",

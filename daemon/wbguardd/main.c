@@ -169,6 +169,15 @@ int main(int argc, char **argv)
 
 		config_init(&c);
 		r = config_load(&c, arg_config);
+		if (r >= 0 && c.metrics_web_config[0]) {
+			struct wbg_web_config web;
+			char err[256];
+
+			r = web_config_load(&web, c.metrics_web_config, err, sizeof(err));
+			if (r < 0)
+				log_error("[metrics] web_config_file %s", err);
+			web_config_done(&web);
+		}
 		if (r >= 0 && arg_print_config)
 			conf_print(stdout, &c);
 		else if (r >= 0)

@@ -39,6 +39,7 @@ static int reload_refused(struct manager *m, int r)
 int manager_reload(struct manager *m)
 {
 	struct wbg_lifecycle_params p;
+	struct wbg_web_config web = { 0 };
 	struct wbg_config c;
 	int r;
 
@@ -67,6 +68,25 @@ int manager_reload(struct manager *m)
 			 restart_key_changed);
 		log_error("Reload of %s refused: %s", m->config_path, m->reload_error);
 		return reload_refused(m, -EBUSY);
+	}
+	/* the web config's file is read again, as the web config of the
+	 * exporters is at each request: a rotated certificate or a new
+	 * password needs no restart; a file that does not load refuses the
+	 * whole reload, naming its field */
+	if (c.metrics_web_config[0]) {
+		char err[240];
+
+		r = web_config_load(&web, c.metrics_web_config, err, sizeof(err));
+		if (r < 0) {
+			config_done(&c);
+			web_config_done(&web);
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "[metrics] web_config_file %s; reload refused, the running configuration stays", err);
+			log_error("Reload of %s refused: %s", m->config_path, m->reload_error);
+			return reload_refused(m, r);
+		}
+		(void)metrics_http_set_web(&m->http, &web);
+		web_config_done(&web);
 	}
 	m->reload_ok = true;
 	m->reload_success_realtime = timer_realtime_usec();

@@ -428,8 +428,20 @@ int manager_start(struct manager *m)
 	r = textfile_new(&m->textfile);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the metrics textfile writer");
-	r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users, write_metrics,
-			       is_ready, m);
+	if (m->cfg.metrics_web_config[0]) {
+		struct wbg_web_config web;
+		char err[256];
+
+		r = web_config_load(&web, m->cfg.metrics_web_config, err, sizeof(err));
+		if (r >= 0)
+			r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users,
+					       &web, write_metrics, is_ready, m);
+		else
+			log_error_errno(r, "[metrics] web_config_file %s", err);
+		web_config_done(&web);
+	} else
+		r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users, NULL,
+				       write_metrics, is_ready, m);
 	if (r < 0)
 		return r;
 	r = probe_http_start(&m->probes, m->event, m->cfg.metrics_probe_listen, is_ready, m);

@@ -34,6 +34,8 @@ struct wbg_http_conn {
 	uid_t uid;
 };
 
+static uint64_t now_usec(const struct wbg_metrics_http *m);
+
 /* Whether the peer's socket belongs to an allowed user: asked once, when
  * it connected. */
 static bool allowed(const struct wbg_metrics_http *m, struct MHD_Connection *c)
@@ -85,6 +87,37 @@ int metrics_http_allow(struct wbg_metrics_http *m, const char *users)
 	return 0;
 }
 
+/* A few bcrypts a second for credentials not cached: the scraper's are
+ * after its first success, so only strangers (or a new password) wait. */
+#define WBG_BCRYPT_PER_SEC 2
+#define WBG_BCRYPT_BURST 4
+
+/* /metrics's answer for this request: 200, 401, 403 or 429 (metrics-http.h
+ * says how allow_users and the web config combine). */
+static unsigned authorize(struct wbg_metrics_http *m, struct MHD_Connection *c)
+{
+	char *user, *pass = NULL;
+	int r;
+
+	if (!m->tls || !m->web.n_users)
+		return allowed(m, c) ? MHD_HTTP_OK : MHD_HTTP_FORBIDDEN;
+	user = MHD_basic_auth_get_username_password(c, &pass);
+	if (!user)
+		return m->restrict_users && allowed(m, c) ? MHD_HTTP_OK : MHD_HTTP_UNAUTHORIZED;
+	r = web_config_check_user(&m->web, user, pass ?: "", false);
+	if (r == -EAGAIN && rate_take(&m->bcrypt_rate, WBG_BCRYPT_PER_SEC, WBG_BCRYPT_BURST, now_usec(m)))
+		r = web_config_check_user(&m->web, user, pass ?: "", true);
+	if (r <= 0)
+		log_debug("/metrics: credentials of '%s' %s", user, r == -EAGAIN ? "not checked: too many tries" :
+			  "refused");
+	MHD_free(user);
+	if (pass) {
+		explicit_bzero(pass, strlen(pass));
+		MHD_free(pass);
+	}
+	return r > 0 ? MHD_HTTP_OK : r == -EAGAIN ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_UNAUTHORIZED;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_size, void **ptr)
 {
@@ -101,10 +134,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	f = open_memstream(&buf, &n);
 	if (!f)
 		return MHD_NO;
-	if (strcmp(url, "/metrics") == 0 && !allowed(m, c)) {
+	if (strcmp(url, "/metrics") == 0)
+		status = authorize(m, c);
+	if (status == MHD_HTTP_FORBIDDEN) {
 		m->forbidden++;
-		status = MHD_HTTP_FORBIDDEN;
 		fputs("forbidden: see [metrics] allow_users\n", f);
+	} else if (status != MHD_HTTP_OK) {
+		m->unauthorized++;
+		fputs(status == MHD_HTTP_UNAUTHORIZED ? "unauthorized: see [metrics] web_config_file\n"
+						      : "too many tries of credentials: retry in a second\n", f);
 	} else if (strcmp(url, "/metrics") == 0) {
 		m->scrapes++;
 		m->write(f, m->userdata);
@@ -130,7 +168,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-	ret = MHD_queue_response(c, status, resp);
+	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		ret = MHD_queue_basic_auth_fail_response(c, "wbguard", resp);
+	else
+		ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
@@ -274,43 +317,81 @@ static void rearm(struct wbg_metrics_http *m)
 		log_warning("Cannot arm the metrics server's request deadline: only the idle timeout applies");
 }
 
-int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
-		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata)
+/* A server on listen (fd: an open listening socket to take over, or -1). */
+static int serve(struct wbg_metrics_http *m, int fd)
 {
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
+	struct MHD_OptionItem opts[16];
+	unsigned n = 0, flags = MHD_USE_EPOLL;
 	int r;
 
-	*m = (struct wbg_metrics_http){ .event = event, .write = write, .ready = ready, .userdata = userdata };
-	/* with the rest of its state, never after it: a restriction set
-	 * before a start that clears the struct would be lost unseen */
-	(void)metrics_http_allow(m, allow_users);
-	if (!listen[0])
-		return 0;
-	r = parse_listen(listen, &ss);
+#define OPT(o, v, p) opts[n++] = (struct MHD_OptionItem){ o, (intptr_t)(v), p }
+	r = parse_listen(m->listen, &ss);
 	if (r < 0)
-		return log_error_errno(r, "Bad metrics listen address '%s'", listen);
-	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				  0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_MAX,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)WBG_HTTP_CONNS_PER_IP,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
-				  MHD_OPTION_END);
+		return log_error_errno(r, "Bad metrics listen address '%s'", m->listen);
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	if (fd >= 0)
+		OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+	else
+		OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
+	OPT(MHD_OPTION_CONNECTION_LIMIT, WBG_HTTP_CONNS_MAX, NULL);
+	OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, WBG_HTTP_CONNS_PER_IP, NULL);
+	OPT(MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL);
+	OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, m);
+	OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, m);
+	if (m->tls) {
+		/* the PEM in memory: a reload has checked it loads, and the
+		 * files may be readable only by root before a drop of rights */
+		flags |= MHD_USE_TLS;
+		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, m->web.cert_pem);
+		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, m->web.key_pem);
+		OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)m->web.priorities);
+	}
+	OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!m->mhd)
-		return log_error_errno(EADDRINUSE, "Cannot serve metrics on %s", listen);
+		return log_error_errno(fd >= 0 ? EINVAL : EADDRINUSE, "Cannot serve metrics on %s", m->listen);
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info)
 		return log_error_errno(EIO, "libmicrohttpd gave no epoll fd");
 	r = sd_event_add_io(m->event, &m->io_source, info->epoll_fd, EPOLLIN, on_mhd, m);
 	if (r < 0)
 		return log_error_errno(r, "Cannot watch the metrics listener");
-	log_info("Serving metrics on http://%s/metrics", listen);
 	return 0;
 }
 
-void metrics_http_stop(struct wbg_metrics_http *m)
+int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
+		       struct wbg_web_config *web, void (*write)(FILE *f, void *userdata),
+		       bool (*ready)(void *userdata), void *userdata)
+{
+	int r;
+
+	*m = (struct wbg_metrics_http){ .event = event, .write = write, .ready = ready, .userdata = userdata };
+	/* with the rest of its state, never after it: a restriction set
+	 * before a start that clears the struct would be lost unseen */
+	(void)metrics_http_allow(m, allow_users);
+	if (web) {
+		m->tls = true;
+		m->web = *web;
+		*web = (struct wbg_web_config){ 0 };
+	}
+	if (!listen[0])
+		return 0;
+	snprintf(m->listen, sizeof(m->listen), "%s", listen);
+	if (m->tls && !MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return log_error_errno(EOPNOTSUPP, "[metrics] web_config_file: this libmicrohttpd has no TLS");
+	r = serve(m, -1);
+	if (r < 0)
+		return r;
+	log_info("Serving metrics on %s://%s/metrics%s", m->tls ? "https" : "http", listen,
+		 m->tls && m->web.n_users ? " (basic auth, or a local user of allow_users)" : "");
+	return 0;
+}
+
+static void unserve(struct wbg_metrics_http *m)
 {
 	m->deadline_source = sd_event_source_disable_unref(m->deadline_source);
 	m->timer_source = sd_event_source_disable_unref(m->timer_source);
@@ -318,5 +399,31 @@ void metrics_http_stop(struct wbg_metrics_http *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+}
+
+int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
+{
+	bool same = web_config_same_tls(&m->web, web);
+	int fd;
+
+	web_config_done(&m->web);
+	m->web = *web;
+	*web = (struct wbg_web_config){ 0 };
+	if (same || !m->mhd)
+		return 0;
+	/* libmicrohttpd takes its certificate once: a new server, handed
+	 * the listening socket, so that the port is never closed */
+	fd = MHD_quiesce_daemon(m->mhd);
+	if (fd < 0)
+		return log_error_errno(EIO, "Cannot take over the metrics listener for a new certificate");
+	unserve(m);
+	log_info("Serving metrics on %s with the web config's new certificate", m->listen);
+	return serve(m, fd);
+}
+
+void metrics_http_stop(struct wbg_metrics_http *m)
+{
+	unserve(m);
+	web_config_done(&m->web);
 }
 

@@ -11,6 +11,9 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "wbg-base.h"
+#include "web-config.h"
+
 struct MHD_Daemon;
 
 struct wbg_http_conn;
@@ -32,6 +35,14 @@ struct wbg_metrics_http {
 	unsigned n_allow;
 	uid_t allow[16];
 	uint64_t forbidden; /* /metrics requests refused */
+	/* [metrics] web_config_file: TLS, and basic auth for /metrics */
+	bool tls;
+	struct wbg_web_config web;
+	char listen[64];
+	/* bcrypts of credentials not seen to succeed (each 100 ms or more on
+	 * the loop), a few a second */
+	struct wbg_rate bcrypt_rate;
+	uint64_t unauthorized; /* /metrics requests answered 401 (or 429) */
 	uint64_t uid_refused; /* connections shut: their local user had its share */
 	/* the exposition, and whether the daemon is up (/readyz) */
 	void (*write)(FILE *f, void *userdata);
@@ -41,9 +52,22 @@ struct wbg_metrics_http {
 
 #define WBG_HTTP_DEADLINE_USEC (10ULL * 1000 * 1000)
 
-/* listen: "host:port", or "" for none; allow_users: as metrics_http_allow(). */
+/* listen: "host:port", or "" for none; allow_users: as metrics_http_allow();
+ * web: a loaded web config, taken over (emptied), or NULL for plain HTTP.
+ *
+ * With a web config, /metrics answers a request that carries credentials
+ * by them alone (basic_auth_users: 200, or 401), from any peer; one without
+ * credentials from a local peer whose socket a user of allow_users owns
+ * (an empty allow_users then admits no one without credentials); others
+ * get 401. With no basic_auth_users, allow_users alone decides, as over
+ * plain HTTP. /livez and /readyz answer everyone, over TLS. */
 int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
-		       void (*write)(FILE *f, void *userdata), bool (*ready)(void *userdata), void *userdata);
+		       struct wbg_web_config *web, void (*write)(FILE *f, void *userdata),
+		       bool (*ready)(void *userdata), void *userdata);
+/* A reload's web config (taken over): its users at once; a new certificate,
+ * key or TLS floor by a new server on the same listening socket (the open
+ * connections close). */
+int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web);
 void metrics_http_stop(struct wbg_metrics_http *m);
 /* users: [metrics] allow_users (names and uids; "" lets everyone read).
  * Names this system does not have are skipped, with a note. */

@@ -113,9 +113,16 @@ static const struct wbg_conf_key keys[] = {
 	{ .section = "metrics", .key = "allow_users", .def = "root prometheus", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
 	  .size = S(metrics_allow_users), .flags = WBG_CONF_RESTART,
 	  .doc = "Who may read /metrics, by the owner of the peer's socket (names that do not exist are skipped; "
-		 "a remote peer is refused); empty: everyone. /livez and /readyz answer all." },
+		 "a remote peer is refused); empty: everyone. With web_config_file's basic_auth_users, a request with "
+		 "credentials is judged by them alone, and one without is let in only from these users (empty: no one). "
+		 "/livez and /readyz answer all." },
 	{ .section = "metrics", .key = "listen", .def = "127.0.0.1:9573", .type = WBG_CONF_LISTEN, .offset = F(metrics_listen), .size = S(metrics_listen), .flags = WBG_CONF_RESTART,
 	  .doc = "Prometheus endpoint (/metrics, /livez, /readyz), or off." },
+	{ .section = "metrics", .key = "web_config_file", .type = WBG_CONF_PATH_OR_EMPTY, .offset = F(metrics_web_config),
+	  .size = S(metrics_web_config), .flags = WBG_CONF_RESTART,
+	  .doc = "TLS and basic auth for `listen`, in the Prometheus exporters' web config format (YAML: "
+		 "tls_server_config's cert_file, key_file and min_version; basic_auth_users, bcrypt); re-read at a "
+		 "reload, which a bad file refuses. Empty: plain HTTP. See docs/operations.md, remote scraping." },
 	{ .section = "metrics", .key = "probe_listen", .def = "off", .type = WBG_CONF_LISTEN, .offset = F(metrics_probe_listen),
 	  .size = S(metrics_probe_listen), .flags = WBG_CONF_RESTART,
 	  .doc = "/livez and /readyz answered by a thread of their own (root's and our user's peers), or off." },

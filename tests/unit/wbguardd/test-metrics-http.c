@@ -19,6 +19,7 @@
 #include "wbg-base.h"
 #include "metrics-http.h"
 #include "tap.h"
+#include "run-until.h"
 
 static void write_nothing(FILE *f, void *userdata)
 {
@@ -96,21 +97,6 @@ static pid_t probe(int port)
 	return c;
 }
 
-/* Runs the loop until child c exits; its exit status, -1 on a timeout. */
-static int run_until(sd_event *e, pid_t c, int max_ms)
-{
-	int st;
-
-	for (int t = 0; t < max_ms; t += 10) {
-		if (waitpid(c, &st, WNOHANG) == c)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		(void)sd_event_run(e, 10 * 1000);
-	}
-	kill(c, SIGKILL);
-	waitpid(c, &st, 0);
-	return -1;
-}
-
 int main(void)
 {
 	struct wbg_metrics_http m;
@@ -125,7 +111,7 @@ int main(void)
 	}
 	log_set_max_level(-1);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	CHECK(sd_event_new(&e) >= 0 && metrics_http_start(&m, e, listen, "", write_nothing, always_ready, NULL) == 0,
+	CHECK(sd_event_new(&e) >= 0 && metrics_http_start(&m, e, listen, "", NULL, write_nothing, always_ready, NULL) == 0,
 	      "serving on %s", listen);
 	r = run_until(e, probe(port), 3000);
 	CHECK(r == 0, "/readyz answers root (%d)", r);

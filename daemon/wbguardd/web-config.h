@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* [metrics] web_config_file: TLS and basic auth for the metrics listener,
+ * in the format of the Prometheus exporters' --web.config.file
+ * (exporter-toolkit), so that a central Prometheus scrapes wbguardd as it
+ * scrapes node_exporter:
+ *
+ *   tls_server_config:
+ *     cert_file: server.crt      # relative: to this file's folder
+ *     key_file: server.key
+ *     min_version: TLS12         # or TLS13; TLS12 when absent
+ *   basic_auth_users:
+ *     prometheus: $2y$10$...     # bcrypt (htpasswd -nbB)
+ *
+ * Read whole at start and reload; a file that does not load is refused,
+ * naming its field, and the running one stays. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wbg_web_user {
+	char *name, *hash;
+};
+
+#define WBG_WEB_AUTH_CACHE 8
+
+struct wbg_web_config {
+	char *cert_pem, *key_pem; /* the files' contents, NUL-terminated */
+	const char *priorities;   /* GnuTLS's, from min_version */
+	struct wbg_web_user *users;
+	size_t n_users;
+	/* SHA-256 of credentials bcrypt accepted: a scrape every 15 s must
+	 * not cost a bcrypt (120 ms at cost 10) on the event loop each time */
+	uint8_t ok[WBG_WEB_AUTH_CACHE][32];
+	unsigned n_ok;
+};
+
+/* Loads path into *w (which web_config_done() frees either way). On an
+ * error: negative errno, and err holds "PATH: FIELD: why". */
+int web_config_load(struct wbg_web_config *w, const char *path, char *err, size_t errlen);
+void web_config_done(struct wbg_web_config *w);
+/* Whether a and b serve the same certificate, key and versions. */
+bool web_config_same_tls(const struct wbg_web_config *a, const struct wbg_web_config *b);
+/* 1 when they match an entry of basic_auth_users, else 0; -EAGAIN when
+ * telling would take a bcrypt (no earlier success of theirs is cached) and
+ * may_bcrypt is false: the caller bounds how many of those strangers get. */
+int web_config_check_user(struct wbg_web_config *w, const char *user, const char *password, bool may_bcrypt);
