@@ -1,36 +1,68 @@
 #!/bin/sh
-# Installs every build, test and benchmark dependency from Debian's packages.
-# Idempotent: only missing packages are installed, and apt's lists are only
-# refreshed when something is missing.
+# Installs what the project needs from Debian's packages, in two parts:
+#   tests/setup-deps.sh --build   what building needs: debian/control's
+#                                 Build-Depends (apt-get build-dep), the
+#                                 compiler and dpkg-dev; nothing else
+#   tests/setup-deps.sh --lab     the test and benchmark lab on top: qemu and
+#                                 what its guests run, container runtimes,
+#                                 prometheus, PostgreSQL, linters, lintian...
+#   tests/setup-deps.sh           both (tests/run and tests/demo run this)
+# Idempotent: only what is missing is installed, and apt's lists are only
+# refreshed when something is.
 set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=1 lab=1
+case "${1:-}" in
+--build) lab=0 ;;
+--lab) build=0 ;;
+"") ;;
+*) echo "usage: tests/setup-deps.sh [--build|--lab]" >&2; exit 2 ;;
+esac
 
-PKGS="
-meson ninja-build gcc clang llvm pkg-config clang-tidy cppcheck
-bpftool libbpf-dev libelf-dev zlib1g-dev
-libsystemd-dev libinih-dev libnl-3-dev
-libjson-c-dev libmicrohttpd-dev libyaml-dev libcrypt-dev libgnutls28-dev
-apache2-utils openssl
+# The lab: tests/vm (qemu, the guests' tools, runtimes), tests/bench,
+# tests/sanitize (clang-tidy, cppcheck, valgrind, libFuzzer's llvm),
+# tests/deb (lintian), tests/kubernetes (podman, buildah), tests/prometheus.
+LAB="
+llvm clang-tidy cppcheck strace valgrind libcgroup-dev
 qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
-bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3 python3-yaml curl prometheus prometheus-node-exporter
-strace valgrind libcgroup-dev
-scdoc man-db libdbus-1-dev bash-completion
-dpkg-dev debhelper lintian fakeroot
+bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3-yaml curl prometheus prometheus-node-exporter
+apache2-utils openssl
+man-db lintian fakeroot
 podman buildah containerd mmdebstrap
 postgresql-15
 "
+# What apt-get build-dep needs before it can read debian/control, and what
+# Debian's build-essential gives every package build (not listed there).
+BASE="dpkg-dev gcc libc6-dev binutils"
 
 missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
+want() {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+	done
+}
+# shellcheck disable=SC2086
+[ $build = 1 ] && want $BASE
+# shellcheck disable=SC2086
+[ $lab = 1 ] && want $LAB
+builddeps=0
+if [ $build = 1 ]; then
+	# debian/control is the one list of build dependencies
+	if [ -n "$missing" ] || ! (cd "$top" && dpkg-checkbuilddeps) >/dev/null 2>&1; then
+		builddeps=1
+	fi
+fi
+[ -z "$missing" ] && [ $builddeps = 0 ] && exit 0
 
-echo "setup-deps: installing:$missing" >&2
+echo "setup-deps: installing:$missing$([ $builddeps = 1 ] && echo ' (and debian/control Build-Depends)')" >&2
 if [ "$(id -u)" -ne 0 ]; then
-	echo "setup-deps: not root; install these packages first:$missing" >&2
+	echo "setup-deps: not root; install these first:$missing$([ $builddeps = 1 ] && echo "; apt-get build-dep $top")" >&2
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing >/dev/null
+[ -z "$missing" ] || apt-get install -y -q --no-install-recommends $missing >/dev/null
+if [ $builddeps = 1 ]; then
+	apt-get build-dep -y -q --no-install-recommends "$top" >/dev/null
+fi

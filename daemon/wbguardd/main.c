@@ -190,17 +190,16 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return 1;
 	if (level) {
-		static const char *const levels[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
-		size_t i;
+		int i;
 
-		for (i = 0; i < ELEMENTSOF(levels) && strcmp(level, levels[i]) != 0; i++)
+		for (i = 0; i <= LOG_DEBUG && strcmp(level, log_level_to_string(i)) != 0; i++)
 			;
-		if (i == ELEMENTSOF(levels)) {
+		if (i > LOG_DEBUG) {
 			log_error("--log-level: unknown level '%s'", level);
 			manager_free(m);
 			return 2;
 		}
-		manager_set_log_level(m, (int)i);
+		manager_set_log_level(m, i);
 	}
 	r = check_host(m->cfg.cgroup_root);
 	if (r >= 0)

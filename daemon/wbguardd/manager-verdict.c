@@ -5,6 +5,8 @@
  * Verify, and what status says of the stall as evidence. Below the bus, the
  * lifecycle's world and the reload, which all ask for a refresh.
  */
+#include <inttypes.h>
+#include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
 #include "wbg-kernel.h"
@@ -61,6 +63,27 @@ void manager_refresh_verdict(struct manager *m)
 	}
 	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
 	manager_stall_events_update(m);
+	if (m->ready)
+		manager_notify_status(m);
+}
+
+/* systemctl status's line: what it does now, not that it started. Sent at
+ * each verdict refresh (every 10 s, a reload, a handover's end at most
+ * every 10 s), so it is never older than that. */
+void manager_notify_status(const struct manager *m)
+{
+	const struct wbg_lifecycle *lc = &m->lifecycle;
+	uint64_t ended = 0;
+
+	for (unsigned t = 0; t < _WBG_TRIGGER_MAX; t++)
+		for (unsigned o = 0; o < _WBG_OUTCOME_MAX; o++)
+			ended += lc->stats.by[t][o];
+	(void)sd_notifyf(false,
+			 "STATUS=%zu cgroups; %zu handovers in progress (%zu watched), %" PRIu64
+			 " ended; flush %s; mitigation %s (dying-wb fallback %s)",
+			 m->reg.n, lc->n_active, lc->watch.n, ended,
+			 lc->params.at_exit ? "exit" : lc->params.on_evidence ? "on-evidence" : "eager",
+			 m->mitigating ? "on" : "off", wbg_verdict_to_string(m->verdicts.dying_wb));
 }
 
 const char *manager_stall_evidence(const struct manager *m)

@@ -465,7 +465,8 @@ int manager_start(struct manager *m)
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
 	m->ready = true;
 	probe_http_publish(&m->probes); /* ready now, not at the next beat */
-	(void)sd_notify(false, "READY=1\nSTATUS=Watching cgroups");
+	(void)sd_notify(false, "READY=1");
+	manager_notify_status(m);
 	return 0;
 }
 

@@ -91,6 +91,8 @@ void manager_set_log_level(struct manager *m, int level);
 /* The verdicts from fresh evidence, with the mitigation following them
  * (mitigation = auto) (manager-verdict.c). */
 void manager_refresh_verdict(struct manager *m);
+/* sd_notify STATUS=: counts, flush mode, mitigation and verdict now. */
+void manager_notify_status(const struct manager *m);
 /* The stall events on while mitigating with [flush] on, once the ring is read. */
 void manager_stall_events_update(struct manager *m);
 /* What status says of the stall as evidence: "yes", "off: ...", "no: ...". */

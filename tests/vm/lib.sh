@@ -59,12 +59,12 @@ daemon_start() {
 	"$b/daemon/wbguardd" --log-level=info "$@" >"$log" 2>&1 &
 	DAEMON=$!
 	i=0
-	while ! grep -q '^Watching' "$log" && [ $i -lt 300 ]; do
+	while ! grep -q '^info: Watching' "$log" && [ $i -lt 300 ]; do
 		kill -0 $DAEMON 2>/dev/null || return 1
 		sleep 0.1
 		i=$((i + 1))
 	done
-	grep -q '^Watching' "$log"
+	grep -q '^info: Watching' "$log"
 }
 # daemon_stop: SIGTERM, wait, keep the handover records (and a log kept
 # elsewhere) in /wbg-out.

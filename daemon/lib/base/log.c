@@ -42,6 +42,13 @@ int log_to_journal(void)
 	return to_journal;
 }
 
+const char *log_level_to_string(int level)
+{
+	static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+
+	return level >= 0 && level <= LOG_DEBUG ? names[level] : "debug";
+}
+
 int log_internal(int level, int error, const char *fmt, ...)
 {
 	int saved = errno;
@@ -67,8 +74,13 @@ int log_internal(int level, int error, const char *fmt, ...)
 	 * threads' lines whole. */
 	f = open_memstream(&line, &len);
 	if (f) {
+		/* the journal takes the level from "<N>"; anywhere else (a
+		 * terminal, a pod's log, a file) the reader needs the word, the
+		 * one [daemon] log_level takes */
 		if (log_to_journal())
 			fprintf(f, "<%d>", level);
+		else
+			fprintf(f, "%s: ", log_level_to_string(level));
 		/* one line per message whatever a cgroup's name holds */
 		if (k >= 0)
 			fputs_escaped(msg, f);

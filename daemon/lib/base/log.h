@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Logging: to stderr, with sd-daemon's "<N>" level prefixes when stderr is
- * the journal (JOURNAL_STREAM matches), so journald keeps the level. The
+ * the journal (JOURNAL_STREAM matches), so journald keeps the level, and
+ * the level's word ("warning: ...") when it is not. The
  * *_errno variants return -abs(error), so a function can log and return in one
  * statement.
  */
@@ -14,6 +15,9 @@ int log_get_max_level(void);
 /* Whether stderr is the journal's stream (then structured fields can go
  * to the journal directly). */
 int log_to_journal(void);
+/* emerg ... debug, as [daemon] log_level names them: the word on each
+ * line that does not go to the journal. */
+const char *log_level_to_string(int level);
 int log_internal(int level, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_full_errno(level, error, ...) log_internal(level, error, __VA_ARGS__)

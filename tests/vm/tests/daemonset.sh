@@ -61,11 +61,11 @@ quick_stop() { [ -n "${QUICK:-}" ] && echo "$res" | grep -q FAIL; }
 scenario() {
 	local name=$1 i attached rec
 	i=0
-	while ! grep -q '^Watching' /wbg-out/pod-$name.log && [ $i -lt 300 ]; do
+	while ! grep -q '^info: Watching' /wbg-out/pod-$name.log && [ $i -lt 300 ]; do
 		[ "$(crun state wbguard-$name 2>/dev/null | jq -r .status)" = running ] || break
 		sleep 0.1; i=$((i + 1))
 	done
-	grep -q '^Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
+	grep -q '^info: Watching' /wbg-out/pod-$name.log && res="start=ok" || res="start=FAIL"
 	quick_stop && return
 	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name.prom
 	# the probes as the kubelet runs them: /livez and /readyz on the
@@ -156,7 +156,7 @@ scenario() {
 	# the node
 	crun exec wbguard-$name sh -c "w=\$(command -v wbguardctl || echo $WBG_BUILD/daemon/wbguardctl); exec \$w verify --json --cgroup-root /proc/1/root/sys/fs/cgroup/kubepods.slice --dir /proc/1/root/mnt/ext4" \
 		>/wbg-out/pod-$name-verify.json 2>/wbg-out/pod-$name-verify.err
-	echo "verify in the pod: exit $?; $(grep -v '^Kernel has no\|^libbpf\|skipped\|did not attach' /wbg-out/pod-$name-verify.err | head -c 300 | tr '\n' ' ')" >>/wbg-out/notes.txt
+	echo "verify in the pod: exit $?; $(grep -v '^info: Kernel has no\|libbpf: \|skipped\|did not attach' /wbg-out/pod-$name-verify.err | head -c 300 | tr '\n' ' ')" >>/wbg-out/notes.txt
 	# the ConfigMap edited: the kubelet's swap of ..data, no restart; the
 	# new configuration (the flush mode back to the default) is in effect
 	local v=/tmp/ds-$name/volume-config ts=..2026_12_01_00_05_00.2
@@ -164,9 +164,9 @@ scenario() {
 	sed 's/^mode = eager$/mode = on-evidence/' $v/..data/wbguard.conf >$v/$ts/wbguard.conf
 	ln -s $ts $v/..data_tmp && mv -T $v/..data_tmp $v/..data
 	rm -rf $v/..2026_12_01_00_00_00.1
-	i=0; while ! grep -q '^Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	i=0; while ! grep -q '^info: Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	curl -sf http://127.0.0.1:9573/metrics >/wbg-out/pod-$name-after.prom
-	grep -q '^Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log &&
+	grep -q '^info: Reloaded /etc/wbguard/wbguard.conf' /wbg-out/pod-$name.log &&
 		grep -q '^wbguard_flush_mode{mode="eager"} 1' /wbg-out/pod-$name.prom &&
 		grep -q '^wbguard_flush_mode{mode="on-evidence"} 1' /wbg-out/pod-$name-after.prom &&
 		res="$res configmap=ok" || res="$res configmap=FAIL"

@@ -166,7 +166,7 @@ echo "$admin" >$sysctl
 unshare -m sh -c "mount -o bind,ro /proc/sys /proc/sys && exec $WBG_BUILD/daemon/wbguardd --config /tmp/expiry.conf" >/wbg-out/ro.log 2>&1 &
 ro=$!
 i=0
-while ! grep -q '^Watching' /wbg-out/ro.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q '^info: Watching' /wbg-out/ro.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 sh -c 'echo $$ >/sys/fs/cgroup/wbgtest/g1/cgroup.procs; exec sleep 300' &
 g1=$!
 sleep 1

@@ -31,8 +31,8 @@ DAEMON_WRAP="setpriv --bounding-set=-bpf,-perfmon,-sys_admin"
 rm -f /run/wbguard/handovers.jsonl
 $DAEMON_WRAP $B/daemon/wbguardd --log-level=info >/wbg-out/nobpf.log 2>&1 &
 DAEMON=$!
-i=0; while ! grep -q '^Watching' /wbg-out/nobpf.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-check "no BPF permitted: it starts and watches" grep -q '^Watching .* BPF off' /wbg-out/nobpf.log
+i=0; while ! grep -q '^info: Watching' /wbg-out/nobpf.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+check "no BPF permitted: it starts and watches" grep -q '^info: Watching .* BPF off' /wbg-out/nobpf.log
 check "and says why the counters are missing" grep -q 'BPF unavailable' /wbg-out/nobpf.log
 scrape_metrics
 check "metrics: no BPF program group loaded" sh -c "! grep -q '^wbguard_bpf_programs_loaded{.*} 1' /wbg-out/metrics.txt && grep -q '^wbguard_bpf_programs_loaded{.*} 0' /wbg-out/metrics.txt"
@@ -97,7 +97,7 @@ printf '[flush]\ntimeout_sec = 8\nmode = eager\n' >/tmp/hang.conf
 rm -f /run/wbguard/handovers.jsonl
 NOTIFY_SOCKET=/run/wbg-notify WATCHDOG_USEC=2000000 sh -c 'export WATCHDOG_PID=$$; exec '"$B"'/daemon/wbguardd --config /tmp/hang.conf' >/wbg-out/wbguardd.log 2>&1 &
 DAEMON=$!
-i=0; while ! grep -q '^Watching' /wbg-out/wbguardd.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while ! grep -q '^info: Watching' /wbg-out/wbguardd.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 # writer CGROUP FILE: appends 64 KiB every 50 ms (a fresh memcg's data is
 # written within about a second, so the data must keep coming).
 writer() {
@@ -177,7 +177,7 @@ wait $DAEMON 2>/dev/null
 echo "# scratch cycles left by the kill: $(ls -d /sys/fs/cgroup/wbguard.scratch/cycle-* 2>/dev/null | wc -l)"
 NOTIFY_SOCKET=/run/wbg-notify WATCHDOG_USEC=2000000 sh -c 'export WATCHDOG_PID=$$; exec '"$B"'/daemon/wbguardd --config /tmp/hang.conf' >/wbg-out/restart.log 2>&1 &
 DAEMON=$!
-i=0; while ! grep -q '^Watching' /wbg-out/restart.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while ! grep -q '^info: Watching' /wbg-out/restart.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 check "restart: the admin's sysctl is back" test "$(cat $sysctl)" = "$admin"
 check "restart: no scratch cycle cgroup left behind" test -z "$(ls -d /sys/fs/cgroup/wbguard.scratch/cycle-* 2>/dev/null)"
 i=0; while ! grep -q '"trigger":"recovered"' /run/wbguard/handovers.jsonl && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

@@ -37,8 +37,8 @@ start() {
 	rm -f /run/wbguard/handovers.jsonl
 	"$B/daemon/wbguardd" --config /tmp/kp.conf >"/wbg-out/$1" 2>&1 &
 	DAEMON=$!
-	i=0; while ! grep -q '^Watching' "/wbg-out/$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	grep -q '^Watching' "/wbg-out/$1"
+	i=0; while ! grep -q '^info: Watching' "/wbg-out/$1" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	grep -q '^info: Watching' "/wbg-out/$1"
 }
 # keep the records of a wbguardd that is gone
 keep() { cat /run/wbguard/handovers.jsonl >>/wbg-out/kp.jsonl 2>/dev/null; }

@@ -173,6 +173,8 @@ check "handover under the hardening: flushed on evidence" \
 	test "$(echo "$h" | jq -r '"\(.outcome) \(.evidence > 0)"')" = "flushed true"
 check "handover under the hardening, without CAP_SYS_ADMIN: debugfs's wb_stats read (dying_wb_clean $(echo "$h" | jq .dying_wb_clean))" \
 	test "$(echo "$h" | jq '.dying_wb_clean != null')" = true
+check "systemctl status says what it does now ($(systemctl show -p StatusText --value wbguard.service))" \
+	sh -c "systemctl show -p StatusText --value wbguard.service | grep -q '^[0-9]* cgroups; .* ended; flush on-evidence; mitigation '"
 check "the unit's bounding set has no CAP_SYS_ADMIN" sh -c "! systemctl show -p CapabilityBoundingSet --value wbguard.service | grep -q cap_sys_admin"
 check "handover under the hardening: the loop device's page cache too" \
 	test "$(echo "$h" | jq '[.target_list[] | select(.how == "bdev")] | length')" -ge 1
