@@ -16,9 +16,9 @@ admin=$(cat $sysctl)
 check "the manifests parse as YAML with the expected kinds" python3 -c "
 import yaml, sys
 kinds = sorted(d['kind'] for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d)
-assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet',
-                 'PrometheusRule', 'Secret', 'ServiceAccount', 'ServiceAccount'], kinds
-" "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/prometheusrule.yaml"
+assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet',
+                 'PrometheusRule', 'ServiceAccount'], kinds
+" "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/components/prometheus-operator/prometheusrule.yaml"
 # The image's binaries where the Containerfile puts them.
 install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
 install -m 755 "$WBG_BUILD/daemon/wbguardctl" /usr/local/bin/wbguardctl # the liveness probe's
