@@ -9,10 +9,10 @@ _wbguardctl()
 		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
 	fi
 	local commands="status list flush handovers metrics reload ping verify doctor"
-	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file --pod --namespace --container"
+	local opts="--help --version --json --socket --system --wait --timeout --limit --dir --cgroup-root --state-dir --proc-sys --hooks-file --config --pod --namespace --container"
 
 	case $prev in
-	--socket | --hooks-file)
+	--socket | --hooks-file | --config)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--dir | --cgroup-root | --state-dir | --proc-sys)
@@ -24,7 +24,7 @@ _wbguardctl()
 	local i cmd=""
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys | --hooks-file | --pod | --namespace | --container) ((i++)) ;;
+		--socket | --timeout | --limit | --dir | --cgroup-root | --state-dir | --proc-sys | --hooks-file | --config | --pod | --namespace | --container) ((i++)) ;;
 		-*) ;;
 		*) cmd=${words[i]}; break ;;
 		esac

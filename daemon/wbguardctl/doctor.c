@@ -144,22 +144,35 @@ static void check_inotify(struct report *r, uint64_t tracked)
 		say(r, OK, "inotify watches", NULL, "%" PRIu64 " allowed (2 per tracked cgroup)", max);
 }
 
-static void check_runtimes(struct report *r, const char *hooks_file)
+/* Below host_root ("" on the host): a configured directory wbguardd
+ * reads as written, so one outside it is the pod's own, not the node's. */
+static bool below(const char *path, const char *host_root)
 {
-	struct wbg_config c;
-	const char *const *dirs;
-	unsigned n, present = 0;
+	size_t n = strlen(host_root);
 
-	config_init(&c);
-	dirs = config_runtime_dirs(&c, &n);
-	for (unsigned i = 0; i < n; i++)
-		present += access(dirs[i], F_OK) == 0;
+	return !n || (strncmp(path, host_root, n) == 0 && (path[n] == '/' || !path[n]));
+}
+
+static void check_runtimes(struct report *r, const struct wbg_config *c, const char *hooks_file)
+{
+	const char *const *dirs, *first = NULL;
+	unsigned n, present = 0, outside = 0;
+	char next[512];
+
+	dirs = config_runtime_dirs(c, &n);
+	for (unsigned i = 0; i < n; i++) {
+		if (access(dirs[i], F_OK) == 0 && present++ == 0)
+			first = dirs[i];
+		outside += !below(dirs[i], c->host_root);
+	}
 	if (present)
-		say(r, OK, "runtime state", NULL, "%u of %u runtime state directories here", present, n);
-	else
-		say(r, WARN, "runtime state", "[expiry] runtime_state_dirs, where this node's runtime keeps them",
-		    "none of the %u known runtime state directories exists", n);
-	config_done(&c);
+		say(r, OK, "runtime state", NULL, "%u of %u runtime state directories here (%s)", present, n, first);
+	else {
+		snprintf(next, sizeof(next), "[expiry] runtime_state_dirs, where this node's runtime keeps them%s%s",
+			 outside ? ", below host_root " : "", outside ? c->host_root : "");
+		say(r, WARN, "runtime state", next, "none of the %u configured runtime state directories exists%s", n,
+		    outside ? " (some are not below host_root: the pod's, not the node's)" : "");
+	}
 	if (access(hooks_file, R_OK) == 0)
 		say(r, OK, "OCI hook file", NULL, "%s (CRI-O and Podman read it)", hooks_file);
 	else
@@ -230,14 +243,38 @@ static uint64_t get_u(struct json_object *d, const char *k)
 	return d && json_object_object_get_ex(d, k, &v) ? json_object_get_uint64(v) : 0;
 }
 
-int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file, const char *state_dir)
+/* wbguardd's configuration as it reads it; defaults if it is missing or
+ * refused (said). */
+static void check_config(struct report *r, struct wbg_config *c, const char *path)
+{
+	config_init(c);
+	if (config_load(c, path) < 0)
+		say(r, WARN, "configuration", "wbguardd --check-config --config FILE names the line",
+		    "%s refused: the rows below use the defaults", path);
+	else if (access(path, F_OK) < 0)
+		say(r, OK, "configuration", NULL, "no %s: the defaults", path);
+	else
+		say(r, OK, "configuration", NULL, "%s%s%s", path, c->host_root[0] ? ", the node below " : "",
+		    c->host_root);
+}
+
+int doctor(const struct ctl_opts *co, const struct doctor_paths *p)
 {
 	struct report r = { .json = co->json };
-	struct json_object *d = ctl_daemon_status(co);
-	const char *v;
+	struct json_object *d;
+	struct wbg_config c;
+	_cleanup_free_ char *hooks = NULL;
+	const char *v, *root;
 
 	if (r.json)
 		r.checks = json_object_new_array();
+	d = ctl_daemon_status(co);
+	/* the file wbguardd runs with (in the pod, the ConfigMap's, where
+	 * the image's wbguardctl has another default) */
+	check_config(&r, &c, p->config ?: get_s(d, "config") ?: WBG_CONF_FILE);
+	root = p->cgroup_root ?: c.cgroup_root;
+	if (!p->hooks_file && asprintf(&hooks, "%s%s", c.host_root, WBG_OCI_HOOKS_FILE) < 0)
+		hooks = NULL;
 	check_cgroup(&r, root);
 	check_kernel(&r);
 	check_privileges(&r, root);
@@ -269,8 +306,9 @@ int doctor(const struct ctl_opts *co, const char *root, const char *hooks_file, 
 			    "no container registered yet (none started since, or the hook does not run)");
 		check_inotify(&r, get_u(d, "tracked_cgroups"));
 	}
-	check_agents(&r, state_dir, "/proc");
-	check_runtimes(&r, hooks_file);
+	check_agents(&r, p->state_dir ?: c.state_dir, p->proc);
+	check_runtimes(&r, &c, p->hooks_file ?: hooks ?: WBG_OCI_HOOKS_FILE);
+	config_done(&c);
 	if (r.json) {
 		struct json_object *o = json_object_new_object();
 

@@ -72,9 +72,16 @@ static void help(void)
 	       "     --container NAME    list, flush: ... with that container name\n"
 	       "     --dir DIR           verify: where the probe writes, on a disk-backed filesystem\n"
 	       "                         (default: the first of /var/tmp, /var/lib, / that is)\n"
-	       "     --cgroup-root PATH  verify, doctor: cgroup2 mount (default /sys/fs/cgroup)\n"
-	       "     --hooks-file PATH   doctor: the OCI hook's file (default " WBG_OCI_HOOKS_FILE ")\n"
-	       "     --state-dir DIR     status, doctor: wbguardd's state (default " WBG_RUN_DIR ")\n"
+	       "     --config FILE       doctor: wbguardd's configuration (default: the file the\n"
+	       "                         running wbguardd read, else " WBG_CONF_FILE "),\n"
+	       "                         whose cgroup_root, state_dir, runtime_state_dirs and\n"
+	       "                         host_root it checks (in the DaemonSet's pod: the node's)\n"
+	       "     --cgroup-root PATH  verify, doctor: cgroup2 mount (default /sys/fs/cgroup;\n"
+	       "                         doctor: the configuration's cgroup_root)\n"
+	       "     --hooks-file PATH   doctor: the OCI hook's file (default " WBG_OCI_HOOKS_FILE "\n"
+	       "                         below the configuration's host_root)\n"
+	       "     --state-dir DIR     status, doctor: wbguardd's state (default " WBG_RUN_DIR ";\n"
+	       "                         doctor: the configuration's state_dir)\n"
 	       "     --proc-sys DIR      status: where the sysctls are (default /proc/sys)\n\n"
 	       "Exit status:\n"
 	       "  0  success; flush: flushed, clean, drained or watched; verify: the dying-wb\n"
@@ -242,7 +249,7 @@ static int status(const struct ctl_opts *co, const char *state_dir, const char *
 int main(int argc, char **argv)
 {
 	enum { ARG_JSON = 256, ARG_DIR, ARG_ROOT, ARG_TIMEOUT, ARG_VERSION, ARG_STATE_DIR, ARG_PROC_SYS, ARG_SOCKET,
-	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT, ARG_HOOKS_FILE, ARG_POD, ARG_NAMESPACE, ARG_CONTAINER };
+	       ARG_SYSTEM, ARG_WAIT, ARG_LIMIT, ARG_HOOKS_FILE, ARG_POD, ARG_NAMESPACE, ARG_CONTAINER, ARG_CONFIG };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	      { "version", no_argument, NULL, ARG_VERSION },
 		{ "json", no_argument, NULL, ARG_JSON },	      { "dir", required_argument, NULL, ARG_DIR },
@@ -250,13 +257,14 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, ARG_STATE_DIR }, { "proc-sys", required_argument, NULL, ARG_PROC_SYS },
 		{ "socket", required_argument, NULL, ARG_SOCKET },   { "system", no_argument, NULL, ARG_SYSTEM },
 		{ "wait", no_argument, NULL, ARG_WAIT },	      { "limit", required_argument, NULL, ARG_LIMIT },
-		{ "hooks-file", required_argument, NULL, ARG_HOOKS_FILE },
+		{ "hooks-file", required_argument, NULL, ARG_HOOKS_FILE }, { "config", required_argument, NULL, ARG_CONFIG },
 		{ "pod", required_argument, NULL, ARG_POD },	      { "namespace", required_argument, NULL, ARG_NAMESPACE },
 		{ "container", required_argument, NULL, ARG_CONTAINER },
 		{},
 	};
-	const char *dir = NULL, *root = "/sys/fs/cgroup", *state_dir = WBG_RUN_DIR, *proc_sys = "/proc/sys",
-		   *hooks_file = WBG_OCI_HOOKS_FILE;
+	/* NULL: doctor takes them from wbguardd's configuration */
+	const char *dir = NULL, *root = NULL, *state_dir = NULL, *proc_sys = "/proc/sys", *hooks_file = NULL,
+		   *config = NULL;
 	struct ctl_opts co = { .socket = WBG_CONTROL_SOCKET };
 	double timeout = 0;
 	bool wait = false;
@@ -295,6 +303,9 @@ int main(int argc, char **argv)
 			break;
 		case ARG_HOOKS_FILE:
 			hooks_file = optarg;
+			break;
+		case ARG_CONFIG:
+			config = optarg;
 			break;
 		case ARG_POD:
 			co.pod = optarg;
@@ -336,9 +347,9 @@ int main(int argc, char **argv)
 	}
 	co.timeout = timeout > 0 ? timeout : 30;
 	if (strcmp(cmd, "verify") == 0)
-		return verify(co.json, dir, root, timeout > 0 ? timeout : 20);
+		return verify(co.json, dir, root ?: "/sys/fs/cgroup", timeout > 0 ? timeout : 20);
 	if (strcmp(cmd, "status") == 0)
-		return status(&co, state_dir, proc_sys);
+		return status(&co, state_dir ?: WBG_RUN_DIR, proc_sys);
 	if (strcmp(cmd, "list") == 0)
 		return ctl_list(&co);
 	if (strcmp(cmd, "flush") == 0)
@@ -352,7 +363,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "ping") == 0)
 		return ctl_ping(&co, timeout >= 1 ? (unsigned)timeout : 5);
 	if (strcmp(cmd, "doctor") == 0)
-		return doctor(&co, root, hooks_file, state_dir);
+		return doctor(&co, &(struct doctor_paths){ .config = config, .cgroup_root = root, .state_dir = state_dir,
+							   .hooks_file = hooks_file, .proc = "/proc" });
 	log_error("Unknown command '%s'; see --help", cmd);
 	return 2;
 }

@@ -241,7 +241,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 	CHECK_ROOT(msg, error);
 	(void)sysctl_keeper_read(expiry_sysctl(&m->expiry), &cur);
 	return sd_bus_reply_method_return(
-		msg, "a{sv}", 13, "version", "s", WBGUARD_VERSION, "dying_wb_fallback", "s",
+		msg, "a{sv}", 14, "version", "s", WBGUARD_VERSION, "config", "s", m->config_path, "dying_wb_fallback", "s",
 		wbg_verdict_to_string(m->verdicts.dying_wb), "bdev_foreign_flush", "s",
 		wbg_verdict_to_string(m->verdicts.bdev_flush), "mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL,
 		"system_bus", "b", m->bus_name_owned,

@@ -13,10 +13,10 @@ import yaml
 
 top = os.path.normpath(os.path.join(os.path.dirname(__file__), "../.."))
 rules = yaml.safe_load(open(os.path.join(top, "units/prometheus/wbguard-rules.yml")))
-prule = yaml.safe_load(open(os.path.join(top, "units/kubernetes/prometheusrule.yaml")))
+prule = yaml.safe_load(open(os.path.join(top, "units/kubernetes/components/prometheus-operator/prometheusrule.yaml")))
 problems = []
 if prule.get("kind") != "PrometheusRule" or prule["spec"]["groups"] != rules["groups"]:
-    problems.append("units/kubernetes/prometheusrule.yaml: spec.groups differ from units/prometheus/wbguard-rules.yml")
+    problems.append("the PrometheusRule: spec.groups differ from units/prometheus/wbguard-rules.yml")
 
 exported = set()
 for f in glob.glob(os.path.join(top, "daemon/**/*.c"), recursive=True):
@@ -55,11 +55,18 @@ anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h
 for g in rules["groups"]:
     for r in g["rules"]:
         url = r.get("annotations", {}).get("runbook_url", "")
-        m = re.match(r"https://github.com/wbguard/wbguard/blob/main/docs/runbooks.md#(.+)$", url)
+        m = re.match(r"/usr/share/doc/wbguard/runbooks.md#(.+)$", url)
         if not m:
             problems.append(f"rules: '{r['alert']}' has no runbook_url into docs/runbooks.md")
         elif m.group(1) not in anchors:
             problems.append(f"rules: '{r['alert']}' runbook_url #{m.group(1)}: no such section in docs/runbooks.md")
+# Every alert keeps instance (the node's name under the ServiceMonitor),
+# which the runbooks find the node's pod by: no aggregation drops it.
+for g in rules["groups"]:
+    for r in g["rules"]:
+        for by in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", r.get("expr", "")):
+            if "without" in r["expr"] or "instance" not in [x.strip() for x in by.split(",")]:
+                problems.append(f"rules: '{r['alert']}' aggregates instance away ({by})")
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)

@@ -16,9 +16,9 @@ admin=$(cat $sysctl)
 check "the manifests parse as YAML with the expected kinds" python3 -c "
 import yaml, sys
 kinds = sorted(d['kind'] for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d)
-assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet',
-                 'PrometheusRule', 'Secret', 'ServiceAccount', 'ServiceAccount'], kinds
-" "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/prometheusrule.yaml"
+assert kinds == ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet',
+                 'PrometheusRule', 'ServiceAccount'], kinds
+" "$manifest" "$WBG_TOP/units/kubernetes/serviceaccount.yaml" "$WBG_TOP/units/kubernetes/components/prometheus-operator/prometheusrule.yaml"
 # The image's binaries where the Containerfile puts them.
 install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
 install -m 755 "$WBG_BUILD/daemon/wbguardctl" /usr/local/bin/wbguardctl # the liveness probe's
@@ -137,7 +137,15 @@ scenario() {
 		crun exec wbguard-$name sh -c "p=/usr/local/bin/wbguardctl; [ -x \$p ] || p=$WBG_BUILD/daemon/wbguardctl; exec \$p ping --timeout 4" >/dev/null 2>&1 &&
 		res="$res second=ok" || res="$res second=FAIL"
 	# wbguardctl doctor in the pod, as an operator would run it there, and
-	# on the node: both say a second agent was refused
+	# on the node: both say a second agent was refused. The hook file on
+	# the node where the package puts it (put there if the guest has none,
+	# and taken away after), for the pod's doctor to find it through
+	# host_root.
+	local hooks=/usr/share/containers/oci/hooks.d/50-wbguard.json put_hooks=""
+	if [ ! -e $hooks ]; then
+		put_hooks=1
+		install -D -m 644 "$WBG_BUILD/hooks/50-wbguard.json" $hooks
+	fi
 	crun exec wbguard-$name sh -c "command -v wbguardctl >/dev/null && exec wbguardctl doctor --json; exec $WBG_BUILD/daemon/wbguardctl doctor --json" \
 		>/wbg-out/pod-$name-doctor.json 2>/dev/null
 	"$WBG_BUILD/daemon/wbguardctl" doctor --json >/wbg-out/pod-$name-host-doctor.json 2>/dev/null
@@ -150,6 +158,20 @@ scenario() {
 	jq -e '[.checks[] | select(.check == "one agent" and .result == "warn")] | length == 1' /wbg-out/pod-$name-doctor.json >/dev/null &&
 		jq -e '[.checks[] | select(.check == "one agent" and .result == "warn")] | length == 1' /wbg-out/pod-$name-host-doctor.json >/dev/null &&
 		res="$res doctors-second=ok" || res="$res doctors-second=FAIL"
+	# the node's files, through host_root (/proc/1/root), not the image's:
+	# the runtime state directories of the ConfigMap (crun's, which runs
+	# this pod) and the package's hook file
+	for c in "runtime state" "OCI hook file"; do
+		jq -c --arg c "$c" '.checks[] | select(.check == $c)' /wbg-out/pod-$name-doctor.json | sed "s/^/# pod-$name-doctor: /" >&2
+	done
+	jq -e '[.checks[] | select(.check == "configuration" and .result == "ok" and (.detail | contains("/etc/wbguard/wbguard.conf, the node below /proc/1/root")))] | length == 1' \
+		/wbg-out/pod-$name-doctor.json >/dev/null &&
+		jq -e '[.checks[] | select(.check == "runtime state" and .result == "ok" and (.detail | contains("(/proc/1/root/run/")))] | length == 1' \
+			/wbg-out/pod-$name-doctor.json >/dev/null &&
+		jq -e --arg f "/proc/1/root$hooks" '[.checks[] | select(.check == "OCI hook file" and .result == "ok" and (.detail | startswith($f)))] | length == 1' \
+			/wbg-out/pod-$name-doctor.json >/dev/null &&
+		res="$res doctor-node-files=ok" || res="$res doctor-node-files=FAIL"
+	[ -n "$put_hooks" ] && rm -f $hooks
 	# wbguardctl verify in the pod: it does not work there (its writers
 	# cannot join a cgroup outside the pod's cgroup namespace); what it
 	# says is kept in the notes, and docs/operations.md says to run it on
@@ -211,7 +233,7 @@ else
 fi
 FULL_ATTACHED=$(grep -c '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/pod-full.prom)
 echo "# with the manifest as it is: $full"
-for w in start probes users bpf hook sysctl flush scratch wbstats bdev-reason second doctor doctors-second configmap restore; do
+for w in start probes users bpf hook sysctl flush scratch wbstats bdev-reason second doctor doctors-second doctor-node-files configmap restore; do
 	check "as shipped: $w" sh -c "echo '$full' | grep -q '$w=ok'"
 done
 check "as shipped (no CAP_DAC_READ_SEARCH): per-inode flushing is said to be unavailable (its fallback budgeted)" \
