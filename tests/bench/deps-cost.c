@@ -10,7 +10,7 @@
  * CONTROLLER, REL, DEPTH), each once, with how many cgroups each reports.
  * Prints one JSON object. Run on a cgroup v2 host (tests/bench/deps-bench
  * boots one; tests/bench/deps-walk makes the trees). */
-#include "cgroup-util.h"
+#include "wbg-cgroup.h"
 #include <libcgroup.h>
 #include <stdio.h>
 #include <stdlib.h>
