@@ -97,7 +97,7 @@ sed 's/^/# /' /tmp/labels.txt
 check "every family's series carry the labels docs/metrics-reference.md gives" test $labels_rc = 0
 $ctl reload
 check "reload: exit 0" test $? = 0
-check "reload: logged" grep -q "^Reloaded" /wbg-out/wbguardd.log
+check "reload: logged" grep -q "^info: Reloaded" /wbg-out/wbguardd.log
 
 # Root only: the socket's mode keeps others out; with the mode opened up,
 # SO_PEERCRED still does.
