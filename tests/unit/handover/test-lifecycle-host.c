@@ -178,9 +178,11 @@ static void test_flusher_ops(void)
 	CHECK(n == 1 && pending[0].n == 1 && pending[0].devs[0] == makedev(254, 16) && !pending[0].bdev[0],
 	      "it names the filesystem the plan flushes");
 	pending_free(pending, n);
+	free(pending); /* pending_free() frees the entries, the caller the array */
 	fl->pending_drop(&f.host, 17);
 	CHECK(pending_load(f.cfg.state_dir, &pending, &n) == 0 && n == 0, "dropped once the flush is over");
 	pending_free(pending, n);
+	free(pending); /* pending_free() frees the entries, the caller the array */
 	fixture_done(&f);
 }
 
