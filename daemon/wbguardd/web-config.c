@@ -27,14 +27,14 @@ struct loader {
 /* "PATH: FIELD: why", the error every caller logs or hands back */
 __attribute__((format(printf, 4, 5))) static int fail(struct loader *l, int r, const char *field, const char *fmt, ...)
 {
-	int n = snprintf(l->err, l->errlen, "%s: %s: ", l->path, field);
 	va_list ap;
+	int n;
 
-	if (n >= 0 && (size_t)n < l->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(l->err + n, l->errlen - n, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	n = snprintf(l->err, l->errlen, "%s: %s: ", l->path, field);
+	if (n >= 0 && (size_t)n < l->errlen)
+		vsnprintf(l->err + n, l->errlen - n, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): va_start is just above */
+	va_end(ap);
 	return r;
 }
 
