@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nri-plugin.h"
+#include "nri-pods.h"
+#include "nri-wire.h"
+#include "nri-internal.h"
+#include "nri.pb-c.h"
+#include "ttrpc.pb-c.h"
+#include "wbg-base.h"
+
+
+int nri_new(const struct wbg_nri_params *params, const struct wbg_nri_ops *ops, void *userdata,
+	    struct wbg_nri **ret)
+{
+	struct wbg_nri *n;
+
+	if (strlen(params->plugin_name) >= sizeof(n->plugin_name) ||
+	    strlen(params->plugin_index) >= sizeof(n->plugin_index))
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->ops = ops;
+	n->userdata = userdata;
+	snprintf(n->plugin_name, sizeof(n->plugin_name), "%s", params->plugin_name);
+	snprintf(n->plugin_index, sizeof(n->plugin_index), "%s", params->plugin_index);
+	n->fd = -1;
+	n->deadline = UINT64_MAX;
+	n->backoff_usec = WBG_NRI_BACKOFF_MIN_USEC;
+	nri_wire_init(&n->wire);
+	nri_out_init(&n->out, WBG_NRI_OUT_MAX);
+	nri_pods_init(&n->pods);
+	*ret = n;
+	return 0;
+}
+
+static void close_connection(struct wbg_nri *n)
+{
+	if (n->fd >= 0)
+		close(n->fd);
+	n->fd = -1;
+	nri_wire_done(&n->wire);
+	nri_out_done(&n->out);
+	nri_pods_clear(&n->pods);
+	n->registered = false;
+	n->sync_pods = n->sync_containers = 0;
+	n->runtime[0] = 0;
+}
+
+struct wbg_nri *nri_free(struct wbg_nri *n)
+{
+	if (!n)
+		return NULL;
+	close_connection(n);
+	free(n);
+	return NULL;
+}
+
+/* Writes what it can of the output; -errno when the socket failed. */
+static int flush_out(struct wbg_nri *n)
+{
+	while (n->fd >= 0 && n->out.len > 0) {
+		ssize_t k = send(n->fd, n->out.buf, n->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		nri_out_consume(&n->out, (size_t)k);
+	}
+	return 0;
+}
+
+static void broken(struct wbg_nri *n, enum wbg_nri_error e, const char *why)
+{
+	n->stats.errors[e]++;
+	log_notice("NRI: connection closed (%s): reconnecting in %.1f s", why, n->backoff_usec / 1e6);
+	nri_step_event(n, NRI_EV_BROKEN);
+}
+
+static int send_message(struct wbg_nri *n, uint32_t conn, uint32_t stream, uint8_t type, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(m, buf);
+	return nri_out_message(&n->out, conn, stream, type, buf, len);
+}
+
+static int send_register(struct wbg_nri *n)
+{
+	Nri__Pkg__Api__V1alpha1__RegisterPluginRequest req = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
+	Ttrpc__Request call = TTRPC__REQUEST__INIT;
+	_cleanup_free_ uint8_t *payload = NULL;
+
+	req.plugin_name = n->plugin_name;
+	req.plugin_idx = n->plugin_index;
+	call.payload.len = protobuf_c_message_get_packed_size(&req.base);
+	payload = malloc(call.payload.len ? call.payload.len : 1);
+	if (!payload)
+		return -ENOMEM;
+	protobuf_c_message_pack(&req.base, payload);
+	call.payload.data = payload;
+	call.service = (char *)WBG_NRI_SERVICE_RUNTIME;
+	call.method = (char *)"RegisterPlugin";
+	return send_message(n, NRI_CONN_RUNTIME, REGISTER_STREAM, NRI_TTRPC_REQUEST, &call.base);
+}
+
+int nri_answer(struct wbg_nri *n, uint32_t stream, const ProtobufCMessage *m, int code, const char *message)
+{
+	Ttrpc__Response rsp = TTRPC__RESPONSE__INIT;
+	Ttrpc__Status status = TTRPC__STATUS__INIT;
+	_cleanup_free_ uint8_t *payload = NULL;
+
+	if (code != 0) {
+		status.code = code;
+		status.message = (char *)message;
+		rsp.status = &status;
+	} else if (m) {
+		rsp.payload.len = protobuf_c_message_get_packed_size(m);
+		payload = malloc(rsp.payload.len ? rsp.payload.len : 1);
+		if (!payload)
+			return -ENOMEM;
+		protobuf_c_message_pack(m, payload);
+		rsp.payload.data = payload;
+	}
+	return send_message(n, NRI_CONN_PLUGIN, stream, NRI_TTRPC_RESPONSE, &rsp.base);
+}
+
+void nri_step_event(struct wbg_nri *n, enum nri_event ev)
+{
+	bool more = true;
+
+	while (more) {
+		struct nri_step s = nri_phase_step(n->phase, ev);
+		uint64_t now;
+		int fd = -1, r;
+
+		if (!s.valid)
+			return;
+		log_debug("NRI: %s in %s -> %s", nri_event_to_string(ev), nri_phase_to_string(n->phase),
+			  nri_phase_to_string(s.next));
+		n->phase = s.next;
+		more = false;
+		now = n->ops->now(n->userdata);
+		if (s.actions & NRI_DO_CLOSE)
+			close_connection(n);
+		if (s.actions & NRI_DO_DISARM)
+			n->deadline = UINT64_MAX;
+		if (s.actions & NRI_DO_ARM_NOW)
+			n->deadline = now;
+		if (s.actions & NRI_DO_SETUP)
+			n->deadline = now + WBG_NRI_SETUP_USEC;
+		if (s.actions & NRI_DO_BACKOFF) {
+			n->deadline = now + n->backoff_usec;
+			n->backoff_usec = n->backoff_usec * 2 > WBG_NRI_BACKOFF_MAX_USEC ? WBG_NRI_BACKOFF_MAX_USEC
+											 : n->backoff_usec * 2;
+		}
+		if (s.actions & NRI_DO_SYNCED) {
+			n->backoff_usec = WBG_NRI_BACKOFF_MIN_USEC;
+			log_info("NRI: synchronized: %u pods, %u containers", n->sync_pods, n->sync_containers);
+			if (n->ops->synced)
+				n->ops->synced(n->userdata, n->sync_pods, n->sync_containers);
+		}
+		if (s.actions & NRI_DO_REGISTER) {
+			r = send_register(n);
+			if (r >= 0)
+				r = flush_out(n);
+			if (r < 0) {
+				n->stats.errors[WBG_NRI_ERR_WRITE]++;
+				log_notice("NRI: RegisterPlugin could not be sent: %s", strerror(-r));
+				ev = NRI_EV_BROKEN;
+				more = true;
+			}
+		}
+		if (s.actions & NRI_DO_CONNECT) {
+			r = n->ops->connect(n->userdata, &fd);
+			if (r < 0) {
+				n->stats.errors[WBG_NRI_ERR_CONNECT]++;
+				log_full_errno(n->connect_failing ? LOG_DEBUG : LOG_INFO, r,
+					       "NRI: no runtime answers on the socket: %s; trying again, at most every %llu s",
+					       strerror(-r), WBG_NRI_BACKOFF_MAX_USEC / 1000000);
+				n->connect_failing = true;
+				ev = NRI_EV_CONNECT_FAILED;
+			} else {
+				n->fd = fd;
+				n->connect_failing = false;
+				n->stats.connections++;
+				log_info("NRI: connected, registering as %s-%s", n->plugin_index, n->plugin_name);
+				ev = NRI_EV_CONNECTED;
+			}
+			more = true;
+		}
+	}
+}
+
+int nri_stop_feed(struct wbg_nri *n, enum pending p, enum wbg_nri_error e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n->why, sizeof(n->why), fmt, ap);
+	va_end(ap);
+	n->pending = p;
+	n->pending_error = e;
+	return -ECANCELED;
+}
+
+bool nri_allowed(const struct wbg_nri *n, enum nri_event ev)
+{
+	return nri_phase_step(n->phase, ev).valid;
+}
+
+static int on_message(const struct nri_message *m, void *userdata)
+{
+	struct wbg_nri *n = userdata;
+
+	if (m->conn == NRI_CONN_RUNTIME)
+		return nri_on_runtime_reply(n, m);
+	if (m->type != NRI_TTRPC_REQUEST)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc message of type %u from the runtime",
+				 m->type);
+	if (!(m->stream & 1))
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a request on even stream %u", m->stream);
+	return nri_on_request(n, m);
+}
+
+/* Reads and handles what the socket holds: 0, or -1 when the connection
+ * ended (already stepped). */
+static int read_some(struct wbg_nri *n)
+{
+	uint8_t buf[65536];
+
+	for (unsigned i = 0; i < READS_PER_IO; i++) {
+		ssize_t k = read(n->fd, buf, sizeof(buf));
+		int r;
+
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (k <= 0) {
+			broken(n, WBG_NRI_ERR_HANGUP, k == 0 ? "the runtime closed it" : strerror(errno));
+			return -1;
+		}
+		n->pending = PENDING_NONE;
+		r = nri_wire_feed(&n->wire, buf, (size_t)k, on_message, n);
+		if (r == -ECANCELED && n->pending == PENDING_SHUTDOWN) {
+			(void)flush_out(n); /* Shutdown's answer, if the socket takes it */
+			n->stats.events[WBG_NRI_SHUTDOWN]++;
+			log_info("NRI: the runtime is shutting down: reconnecting in %.1f s", n->backoff_usec / 1e6);
+			nri_step_event(n, NRI_EV_SHUTDOWN);
+			return -1;
+		}
+		if (r < 0) {
+			if (r == -EPROTO)
+				broken(n, WBG_NRI_ERR_PROTOCOL, n->wire.error);
+			else if (r == -ECANCELED)
+				broken(n, n->pending_error, n->why);
+			else
+				broken(n, WBG_NRI_ERR_WRITE, strerror(-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void nri_io(struct wbg_nri *n, uint32_t revents)
+{
+	int r;
+
+	if (n->fd < 0)
+		return;
+	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && read_some(n) < 0)
+		return;
+	r = flush_out(n);
+	if (r < 0)
+		broken(n, WBG_NRI_ERR_WRITE, strerror(-r));
+}
+
+void nri_timer(struct wbg_nri *n)
+{
+	if (n->deadline == UINT64_MAX || n->ops->now(n->userdata) < n->deadline)
+		return;
+	n->deadline = UINT64_MAX;
+	if (n->phase != NRI_WAITING) {
+		n->stats.errors[WBG_NRI_ERR_TIMEOUT]++;
+		log_notice("NRI: the runtime stopped answering while %s: reconnecting in %.1f s",
+			   nri_phase_to_string(n->phase), n->backoff_usec / 1e6);
+	}
+	nri_step_event(n, NRI_EV_TIMER);
+}
+
+void nri_start(struct wbg_nri *n)
+{
+	nri_step_event(n, NRI_EV_START);
+}
+
+void nri_stop(struct wbg_nri *n)
+{
+	nri_step_event(n, NRI_EV_STOP);
+}
+
+int nri_fd(const struct wbg_nri *n)
+{
+	return n->fd;
+}
+
+bool nri_wants_write(const struct wbg_nri *n)
+{
+	return n->fd >= 0 && n->out.len > 0;
+}
+
+uint64_t nri_deadline(const struct wbg_nri *n)
+{
+	return n->deadline;
+}
+
+enum nri_phase nri_phase(const struct wbg_nri *n)
+{
+	return n->phase;
+}
+
+const char *nri_runtime(const struct wbg_nri *n)
+{
+	return n->runtime;
+}
+
+void nri_stats(const struct wbg_nri *n, struct wbg_nri_stats *ret)
+{
+	*ret = n->stats;
+}
+
+const char *nri_event_kind_to_string(enum wbg_nri_event_kind k)
+{
+	static const char *const s[_WBG_NRI_EVENT_KIND_MAX] = {
+		[WBG_NRI_CONFIGURE] = "configure",
+		[WBG_NRI_SYNCHRONIZE] = "synchronize",
+		[WBG_NRI_RUN_POD_SANDBOX] = "run_pod_sandbox",
+		[WBG_NRI_REMOVE_POD_SANDBOX] = "remove_pod_sandbox",
+		[WBG_NRI_POST_CREATE_CONTAINER] = "post_create_container",
+		[WBG_NRI_REMOVE_CONTAINER] = "remove_container",
+		[WBG_NRI_SHUTDOWN] = "shutdown",
+		[WBG_NRI_UNIMPLEMENTED] = "unimplemented",
+	};
+	return k < _WBG_NRI_EVENT_KIND_MAX ? s[k] : "?";
+}
+
+const char *nri_error_to_string(enum wbg_nri_error e)
+{
+	static const char *const s[_WBG_NRI_ERROR_MAX] = {
+		[WBG_NRI_ERR_CONNECT] = "connect",
+		[WBG_NRI_ERR_REFUSED] = "refused",
+		[WBG_NRI_ERR_PROTOCOL] = "protocol",
+		[WBG_NRI_ERR_TIMEOUT] = "timeout",
+		[WBG_NRI_ERR_HANGUP] = "hangup",
+		[WBG_NRI_ERR_WRITE] = "write",
+		[WBG_NRI_ERR_TABLE_FULL] = "table_full",
+	};
+	return e < _WBG_NRI_ERROR_MAX ? s[e] : "?";
+}

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* What each NRI request means to wbguardd: RegisterPlugin's reply,
+ * Configure (the subscription), Synchronize (every pod and container, maybe
+ * in parts), the four events wbguardd subscribes to, whether they come by
+ * their own RPC (NRI v0.12) or as StateChange (every version), Shutdown,
+ * and Unimplemented for everything else. Every answer is empty but
+ * Configure's and Synchronize's, which adjust nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nri-internal.h"
+#include "nri.pb-c.h"
+#include "ttrpc.pb-c.h"
+#include "wbg-base.h"
+
+/* NRI's enum Event */
+enum {
+	EVENT_RUN_POD_SANDBOX = 1,
+	EVENT_REMOVE_POD_SANDBOX = 3,
+	EVENT_POST_CREATE_CONTAINER = 5,
+	EVENT_REMOVE_CONTAINER = 11,
+};
+
+typedef Nri__Pkg__Api__V1alpha1__PodContainerRequest PodContainerRequest;
+
+int nri_on_runtime_reply(struct wbg_nri *n, const struct nri_message *m)
+{
+	Ttrpc__Response *rsp;
+	int r = 0;
+
+	if (m->type != NRI_TTRPC_RESPONSE)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL,
+				     "a ttrpc message of type %u on the runtime's connection", m->type);
+	if (m->stream != REGISTER_STREAM || n->registered)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a reply on stream %u, to no call",
+				     m->stream);
+	rsp = ttrpc__response__unpack(NULL, m->len, m->data);
+	if (!rsp)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "RegisterPlugin's reply does not decode");
+	if (rsp->status && rsp->status->code != 0)
+		r = nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_REFUSED, "the runtime refused the registration: %.120s",
+				  rsp->status->message ? rsp->status->message : "");
+	ttrpc__response__free_unpacked(rsp, NULL);
+	if (r < 0)
+		return r;
+	n->registered = true;
+	nri_step_event(n, NRI_EV_REGISTERED);
+	return 0;
+}
+
+static int out_of_order(struct wbg_nri *n, const char *method)
+{
+	return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s while %s", method,
+			     nri_phase_to_string(n->phase));
+}
+
+static int configure(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
+{
+	Nri__Pkg__Api__V1alpha1__ConfigureRequest *req;
+	Nri__Pkg__Api__V1alpha1__ConfigureResponse rsp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
+	int r;
+
+	if (!nri_allowed(n, NRI_EV_CONFIGURE))
+		return out_of_order(n, "Configure");
+	req = nri__pkg__api__v1alpha1__configure_request__unpack(NULL, p->len, p->data);
+	if (!req)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Configure's message does not decode");
+	snprintf(n->runtime, sizeof(n->runtime), "%.64s %.64s", req->runtime_name ? req->runtime_name : "",
+		 req->runtime_version ? req->runtime_version : "");
+	log_info("NRI: configured by %s (NRI %s), events 0x%x", n->runtime,
+		 req->nri_version && *req->nri_version ? req->nri_version : "v0.8 or older", WBG_NRI_EVENT_MASK);
+	nri__pkg__api__v1alpha1__configure_request__free_unpacked(req, NULL);
+	rsp.events = WBG_NRI_EVENT_MASK;
+	r = nri_answer(n, stream, &rsp.base, 0, NULL);
+	if (r < 0)
+		return r;
+	n->stats.events[WBG_NRI_CONFIGURE]++;
+	nri_step_event(n, NRI_EV_CONFIGURE);
+	return 0;
+}
+
+static void report(struct wbg_nri *n, const struct wbg_nri_container *c)
+{
+	if (n->ops->container)
+		n->ops->container(n->userdata, c);
+}
+
+static void note_pod(struct wbg_nri *n, const NriPod *p)
+{
+	int r = nri_pods_note(&n->pods, p);
+
+	if (r == -ENOSPC && !(n->stats.errors[WBG_NRI_ERR_TABLE_FULL]++ & 1023))
+		log_warning("NRI: more than %u pods: pod %.80s not remembered (its containers lose their names at "
+			    "synchronization)", WBG_NRI_PODS_MAX, p->id ? p->id : "");
+	else if (r == -ENOMEM)
+		log_oom();
+}
+
+static void sync_container(const NriContainer *c, const struct nri_pod *pod, void *userdata)
+{
+	struct wbg_nri *n = userdata;
+	struct wbg_nri_container rc;
+
+	nri_container_report(c, NULL, pod, &rc);
+	report(n, &rc);
+	n->sync_containers++;
+}
+
+static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
+{
+	Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req;
+	Nri__Pkg__Api__V1alpha1__SynchronizeResponse rsp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
+	enum nri_event ev;
+	int r;
+
+	req = nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, p->len, p->data);
+	if (!req)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
+	ev = req->more ? NRI_EV_SYNC_PART : NRI_EV_SYNC_LAST;
+	if (!nri_allowed(n, ev)) {
+		nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+		return out_of_order(n, "Synchronize");
+	}
+	for (size_t i = 0; i < req->n_pods; i++) {
+		struct wbg_nri_container rc;
+
+		note_pod(n, req->pods[i]);
+		nri_sandbox_report(req->pods[i], &rc);
+		report(n, &rc);
+		n->sync_pods++;
+	}
+	for (size_t i = 0; i < req->n_containers; i++) {
+		const NriContainer *c = req->containers[i];
+		const struct nri_pod *pod = nri_pods_find(&n->pods, c->pod_sandbox_id);
+
+		if (!pod && req->more) {
+			r = nri_pods_defer(&n->pods, c);
+			if (r == 0)
+				continue;
+			if (r == -ENOSPC && !(n->stats.errors[WBG_NRI_ERR_TABLE_FULL]++ & 1023))
+				log_warning("NRI: more than %u containers wait for their pods: %.80s reported without its "
+					    "pod's names", WBG_NRI_DEFERRED_MAX, c->id ? c->id : "");
+		}
+		sync_container(c, pod, n);
+	}
+	if (!req->more)
+		nri_pods_flush_deferred(&n->pods, sync_container, n);
+	rsp.more = req->more;
+	nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+	r = nri_answer(n, stream, &rsp.base, 0, NULL);
+	if (r < 0)
+		return r;
+	n->stats.events[WBG_NRI_SYNCHRONIZE]++;
+	nri_step_event(n, ev);
+	return 0;
+}
+
+/* One of the four events, from its own RPC or a StateChange. */
+static void event(struct wbg_nri *n, int kind, const NriPod *pod, const NriContainer *c)
+{
+	struct wbg_nri_container rc;
+	const char *path;
+
+	switch (kind) {
+	case EVENT_RUN_POD_SANDBOX:
+		n->stats.events[WBG_NRI_RUN_POD_SANDBOX]++;
+		if (!pod)
+			return;
+		note_pod(n, pod);
+		nri_sandbox_report(pod, &rc);
+		report(n, &rc);
+		return;
+	case EVENT_REMOVE_POD_SANDBOX:
+		n->stats.events[WBG_NRI_REMOVE_POD_SANDBOX]++;
+		if (!pod || !pod->id)
+			return;
+		path = pod->linux && pod->linux->cgroups_path ? pod->linux->cgroups_path : "";
+		if (n->ops->removed)
+			n->ops->removed(n->userdata, pod->id, path);
+		nri_pods_forget(&n->pods, pod->id);
+		return;
+	case EVENT_POST_CREATE_CONTAINER:
+		n->stats.events[WBG_NRI_POST_CREATE_CONTAINER]++;
+		if (!c)
+			return;
+		if (pod)
+			note_pod(n, pod);
+		nri_container_report(c, pod, nri_pods_find(&n->pods, c->pod_sandbox_id), &rc);
+		report(n, &rc);
+		return;
+	case EVENT_REMOVE_CONTAINER:
+		n->stats.events[WBG_NRI_REMOVE_CONTAINER]++;
+		if (!c || !c->id)
+			return;
+		path = c->linux && c->linux->cgroups_path ? c->linux->cgroups_path : "";
+		if (n->ops->removed)
+			n->ops->removed(n->userdata, c->id, path);
+		return;
+	default:
+		/* not subscribed to: a runtime that sends it anyway is answered */
+		log_debug("NRI: event %d, not subscribed to, ignored", kind);
+	}
+}
+
+static int state_change(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
+{
+	Nri__Pkg__Api__V1alpha1__StateChangeEvent *req;
+
+	if (!nri_allowed(n, NRI_EV_EVENT))
+		return out_of_order(n, "StateChange");
+	req = nri__pkg__api__v1alpha1__state_change_event__unpack(NULL, p->len, p->data);
+	if (!req)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "StateChange's message does not decode");
+	event(n, req->event, req->pod, req->container);
+	nri__pkg__api__v1alpha1__state_change_event__free_unpacked(req, NULL);
+	return nri_answer(n, stream, NULL, 0, NULL);
+}
+
+static int dedicated(struct wbg_nri *n, uint32_t stream, const char *method, int kind, const ProtobufCBinaryData *p)
+{
+	PodContainerRequest *req;
+
+	if (!nri_allowed(n, NRI_EV_EVENT))
+		return out_of_order(n, method);
+	req = nri__pkg__api__v1alpha1__pod_container_request__unpack(NULL, p->len, p->data);
+	if (!req)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s's message does not decode", method);
+	event(n, kind, req->pod, req->container);
+	nri__pkg__api__v1alpha1__pod_container_request__free_unpacked(req, NULL);
+	return nri_answer(n, stream, NULL, 0, NULL);
+}
+
+static const struct {
+	const char *method;
+	int kind;
+} dedicated_rpcs[] = {
+	{ "RunPodSandbox", EVENT_RUN_POD_SANDBOX },
+	{ "RemovePodSandbox", EVENT_REMOVE_POD_SANDBOX },
+	{ "PostCreateContainer", EVENT_POST_CREATE_CONTAINER },
+	{ "RemoveContainer", EVENT_REMOVE_CONTAINER },
+};
+
+static int dispatch(struct wbg_nri *n, uint32_t stream, const Ttrpc__Request *req)
+{
+	char why[160];
+
+	if (strcmp(req->service, WBG_NRI_SERVICE_PLUGIN) == 0) {
+		if (strcmp(req->method, "Configure") == 0)
+			return configure(n, stream, &req->payload);
+		if (strcmp(req->method, "Synchronize") == 0)
+			return synchronize(n, stream, &req->payload);
+		if (strcmp(req->method, "StateChange") == 0)
+			return state_change(n, stream, &req->payload);
+		if (strcmp(req->method, "Shutdown") == 0) {
+			int r = nri_answer(n, stream, NULL, 0, NULL);
+
+			return r < 0 ? r : nri_stop_feed(n, PENDING_SHUTDOWN, WBG_NRI_ERR_HANGUP, "shutdown");
+		}
+		for (size_t i = 0; i < ELEMENTSOF(dedicated_rpcs); i++)
+			if (strcmp(req->method, dedicated_rpcs[i].method) == 0)
+				return dedicated(n, stream, req->method, dedicated_rpcs[i].kind, &req->payload);
+	}
+	/* Everything else (the adjusting calls, a newer NRI's): the runtime
+	 * falls back or goes on without wbguardd. */
+	n->stats.events[WBG_NRI_UNIMPLEMENTED]++;
+	log_debug("NRI: %.80s/%.80s: not served", req->service, req->method);
+	snprintf(why, sizeof(why), "wbguard does not serve %.60s", req->method);
+	return nri_answer(n, stream, NULL, RPC_UNIMPLEMENTED, why);
+}
+
+int nri_on_request(struct wbg_nri *n, const struct nri_message *m)
+{
+	Ttrpc__Request *req = ttrpc__request__unpack(NULL, m->len, m->data);
+	int r;
+
+	if (!req)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc request does not decode");
+	r = dispatch(n, m->stream, req);
+	ttrpc__request__free_unpacked(req, NULL);
+	if (r == -ENOBUFS || r == -EMSGSIZE)
+		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_WRITE, "the runtime does not read its answers");
+	return r;
+}
