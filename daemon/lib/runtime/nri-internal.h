@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "nri-plugin.h"
-#include "nri-pods.h"
+#include "nri-pods-internal.h"
 #include "nri-wire.h"
 
 /* google.rpc.Code */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "nri-plugin.h"
-#include "nri-pods.h"
+#include "nri-pods-internal.h"
 #include "nri-wire.h"
 #include "nri-internal.h"
 #include "nri.pb-c.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nri-pods.h"
+#include "nri-pods-internal.h"
 #include "wbg-config.h"
 
 static int cmp_id(const void *a, const void *b)

@@ -5,6 +5,9 @@
 
 #include "containers.h"
 #include "control-client.h"
+#include "nri-phase.h"
+#include "nri-plugin.h"
+#include "nri-wire.h"
 #include "oci.h"
 #include "runtime-index.h"
 #include "runtime-state.h"
