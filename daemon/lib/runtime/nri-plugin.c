@@ -187,8 +187,8 @@ void nri_step_event(struct wbg_nri *n, enum nri_event ev)
 			if (r < 0) {
 				n->stats.errors[WBG_NRI_ERR_CONNECT]++;
 				log_full_errno(n->connect_failing ? LOG_DEBUG : LOG_INFO, r,
-					       "NRI: no runtime answers on the socket: %s; trying again, at most every %llu s",
-					       strerror(-r), WBG_NRI_BACKOFF_MAX_USEC / 1000000);
+					       "NRI: no runtime answers on the socket, trying again at most every %llu s",
+					       WBG_NRI_BACKOFF_MAX_USEC / 1000000);
 				n->connect_failing = true;
 				ev = NRI_EV_CONNECT_FAILED;
 			} else {
