@@ -40,6 +40,31 @@ static void write_textfile(FILE *f, const struct manager *m)
 		       wbstats_read_failures);
 }
 
+/* NRI's connection, when [nri] enable: whether it is synchronized, how
+ * often it connected, each kind of request, each kind of failure. */
+static void write_nri(FILE *f, const struct manager *m)
+{
+	struct wbg_nri_stats st;
+
+	if (!m->nri)
+		return;
+	nri_stats(m->nri, &st);
+	metric_value(f, "wbguard_nri_connected", "gauge",
+		     "1 when wbguardd is registered with the runtime's NRI and synchronized.", manager_nri_synced(m));
+	metric_counter(f, "wbguard_nri_connections_total", "Connections made to the runtime's NRI socket.",
+		       st.connections);
+	metric_family(f, "wbguard_nri_events_total", "counter",
+		      "NRI requests answered, by kind (unimplemented: methods wbguardd does not serve, answered so).");
+	for (unsigned k = 0; k < _WBG_NRI_EVENT_KIND_MAX; k++)
+		fprintf(f, "wbguard_nri_events_total{event=\"%s\"} %" PRIu64 "\n", nri_event_kind_to_string(k),
+			st.events[k]);
+	metric_family(f, "wbguard_nri_errors_total", "counter",
+		      "NRI failures by kind: connect, refused, protocol, timeout, hangup, write (each closes the "
+		      "connection and reconnects), table_full (a pod or container over its bound).");
+	for (unsigned e = 0; e < _WBG_NRI_ERROR_MAX; e++)
+		fprintf(f, "wbguard_nri_errors_total{error=\"%s\"} %" PRIu64 "\n", nri_error_to_string(e), st.errors[e]);
+}
+
 /* What wbguardd knows of the node and of its own work: /metrics and the
  * textfile alike. */
 static void write_node(FILE *f, const struct manager *m)
@@ -71,6 +96,7 @@ static void write_node(FILE *f, const struct manager *m)
 		     "Keys the running configuration has that this wbguardd does not know (logged, ignored).",
 		     m->cfg.unknown_keys);
 	write_bpf(f, m);
+	write_nri(f, m);
 	{
 		struct runtime_index_stats rs;
 

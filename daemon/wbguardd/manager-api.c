@@ -33,27 +33,43 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 	return r;
 }
 
-int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
-			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error)
+int manager_note_container(struct manager *m, unsigned source, const char *id, const char *path, const char *bundle,
+			   const char *const *keys, const char *const *values, size_t n, char *rel, size_t rel_size)
 {
-	char rel[PATH_MAX], why[256];
+	char why[256], sources[32];
 	struct wbg_cgroup *c;
 	const struct wbg_container *ct;
 	int r;
 
-	r = containers_check(id, path, n, rel, sizeof(rel), why, sizeof(why));
-	if (r < 0)
-		return sd_bus_error_set(error, r == -E2BIG ? SD_BUS_ERROR_LIMITS_EXCEEDED : SD_BUS_ERROR_INVALID_ARGS,
-					why);
-	r = containers_register(&m->containers, rel, id, bundle, keys, values, n);
-	if (r < 0)
+	r = containers_check(id, path, n, rel, rel_size, why, sizeof(why));
+	if (r < 0) {
+		log_notice("Container not registered: %s", why);
 		return r;
+	}
+	r = containers_register_from(&m->containers, source, rel, id, bundle, keys, values, n);
+	if (r < 0)
+		return log_oom();
 	ct = containers_find(&m->containers, rel);
-	log_info("Registered container %s: cgroup /%s%s%s%s%s", id, rel, ct->pod ? ", pod " : "",
-		 ct->pod ? (ct->namespace ? ct->namespace : "") : "", ct->pod ? "/" : "", ct->pod ? ct->pod : "");
+	log_info("Registered container %s: cgroup /%s%s%s%s%s (%s)", id, rel, ct->pod ? ", pod " : "",
+		 ct->pod ? (ct->namespace ? ct->namespace : "") : "", ct->pod ? "/" : "", ct->pod ? ct->pod : "",
+		 containers_sources_to_string(ct->sources, sources, sizeof(sources)));
 	(void)watch_process(&m->watch); /* its cgroup is likely news to us */
 	c = registry_find_path(&m->reg, rel);
 	if (c && c->in_scope && !c->removed)
 		expiry_container_registered(&m->expiry, c->id, c->in_scope, c->populated);
 	return 0;
+}
+
+int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
+			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error)
+{
+	char rel[PATH_MAX], why[256];
+	int r;
+
+	/* the caller hears why */
+	r = containers_check(id, path, n, rel, sizeof(rel), why, sizeof(why));
+	if (r < 0)
+		return sd_bus_error_set(error, r == -E2BIG ? SD_BUS_ERROR_LIMITS_EXCEEDED : SD_BUS_ERROR_INVALID_ARGS,
+					why);
+	return manager_note_container(m, WBG_SOURCE_HOOK, id, path, bundle, keys, values, n, rel, sizeof(rel));
 }

@@ -53,7 +53,7 @@ static void note_container(struct manager *m, const char *path, const struct wbg
 		keys[n] = k;
 		values[n++] = json_object_get_string(v);
 	}
-	if (containers_register(&m->containers, path, st->id, st->bundle, keys, values, n) < 0)
+	if (containers_register_from(&m->containers, WBG_SOURCE_STATE, path, st->id, st->bundle, keys, values, n) < 0)
 		log_oom();
 	else
 		log_debug("%s: container %s (%s), from its runtime's state", path, st->id, st->runtime);
@@ -74,14 +74,18 @@ static int op_lookup(void *userdata, uint64_t cgroup_id, struct wbg_expiry_subje
 	*ret = (struct wbg_expiry_subject){ 0 };
 	snprintf(ret->path, sizeof(ret->path), "%s", c->path);
 	snprintf(ret->unit, sizeof(ret->unit), "%s", c->ident.unit);
-	/* A container registered through the API (the OCI hook) says it
-	 * first; else its runtime's state on disk. */
+	/* A container registered (by the OCI hook, NRI) says it first; else
+	 * its runtime's state on disk, unless NRI is synchronized: then every
+	 * container the runtime has is registered, and a cgroup that is not
+	 * is none of its containers'. */
 	reg = containers_find(&m->containers, c->path);
 	dirs = config_runtime_dirs(&m->cfg, &n_dirs);
-	found = reg ? 1 : runtime_index_find(m->runtime_index, dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
+	found = reg ? 1
+		: manager_nri_synced(m) ? 0
+		: runtime_index_find(m->runtime_index, dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
 	if (reg) {
 		snprintf(ret->container_id, sizeof(ret->container_id), "%s", reg->id);
-		snprintf(ret->runtime, sizeof(ret->runtime), "hook");
+		containers_sources_to_string(reg->sources, ret->runtime, sizeof(ret->runtime));
 		annotation = reg->dirty_expire;
 	} else if (found > 0) {
 		snprintf(ret->container_id, sizeof(ret->container_id), "%s", st.id);
@@ -94,7 +98,7 @@ static int op_lookup(void *userdata, uint64_t cgroup_id, struct wbg_expiry_subje
 		ret->has_annotation = true;
 		snprintf(ret->annotation, sizeof(ret->annotation), "%s", annotation);
 	}
-	ret->runtimes_present = found == 0 && runtimes_present(dirs, n_dirs);
+	ret->runtimes_present = found == 0 && !manager_nri_synced(m) && runtimes_present(dirs, n_dirs);
 	runtime_state_done(&st);
 	return 0;
 }

@@ -148,7 +148,7 @@ int manager_new(const char *config_path, const char *cgroup_root_override, bool 
 	if (!m)
 		return log_oom();
 	/* parts not started yet hold no descriptor */
-	m->watch.fd = m->host.mountinfo_fd = m->control.fd = m->node_lock_fd = -EBADF;
+	m->watch.fd = m->host.mountinfo_fd = m->control.fd = m->node_lock_fd = m->nri_fd = -EBADF;
 	m->log_level_override = -1;
 	{
 		static const double lag[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
@@ -459,6 +459,8 @@ int manager_start(struct manager *m)
 	r = control_start(&m->control, m->event, m->cfg.state_dir, manager_bus_add_objects, manager_bus_closed, m);
 	if (r >= 0 && m->cfg.watch_config)
 		r = config_watch_start(&m->config_watch, m->event, m->config_path, on_config_changed, m);
+	if (r >= 0)
+		r = manager_nri_start(m);
 	if (r < 0)
 		return r;
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
@@ -490,6 +492,7 @@ struct manager *manager_free(struct manager *m)
 	if (m->event)
 		expiry_stop(&m->expiry);
 	config_watch_stop(&m->config_watch);
+	manager_nri_stop(m);
 	control_stop(&m->control);
 	watch_systemd_stop(&m->systemd);
 	probe_http_stop(&m->probes);

@@ -78,6 +78,11 @@ struct manager {
 
 	sd_event_source *inotify_source, *watch_retry_source, *pool_source, *ring_source;
 	sd_event_source *lifecycle_source, *expiry_source, *verdict_source;
+	/* NRI (manager-nri.c): the plugin, its socket's and timer's sources */
+	struct wbg_nri *nri;
+	int nri_fd;
+	uint64_t nri_connection; /* which connection nri_io_source watches */
+	sd_event_source *nri_io_source, *nri_timer_source;
 };
 
 int manager_new(const char *config_path, const char *cgroup_root_override, bool no_bpf, struct manager **ret);
@@ -108,6 +113,17 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 			 sd_bus_error *error);
 int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
 			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error);
+/* A container told of by source (WBG_SOURCE_*): checked (-EINVAL, -E2BIG,
+ * why logged), registered (merged with what another source said of it),
+ * its cgroup's expiry looked at. rel: its cgroup relative to the root. */
+int manager_note_container(struct manager *m, unsigned source, const char *id, const char *path, const char *bundle,
+			   const char *const *keys, const char *const *values, size_t n, char *rel, size_t rel_size);
+
+/* NRI (manager-nri.c): the plugin connecting with [nri] enable; whether it
+ * is synchronized with the runtime (every container then registered). */
+int manager_nri_start(struct manager *m);
+void manager_nri_stop(struct manager *m);
+bool manager_nri_synced(const struct manager *m);
 /* The bus objects on a connection: the system bus or a control socket's
  * (manager-bus.c). */
 int manager_bus_add_objects(sd_bus *bus, void *userdata);

@@ -110,6 +110,14 @@ static const struct wbg_conf_key keys[] = {
 	{ .section = "bpf", .key = "inode_records", .def = "65536", .type = WBG_CONF_UINT, .offset = F(bpf_inode_records), .min = 256, .max = 1048576,
 	  .flags = WBG_CONF_RESTART,
 	  .doc = "(cgroup, inode) records BPF holds on the node, shared fairly among tenants (floors and a pool)." },
+	{ .section = "nri", .key = "enable", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(nri), .flags = WBG_CONF_RESTART,
+	  .doc = "Connect to the runtime's NRI socket (containerd 2.x, CRI-O) as a plugin, for pods' and containers' names; no effect in a build without NRI." },
+	{ .section = "nri", .key = "socket", .def = "/var/run/nri/nri.sock", .type = WBG_CONF_PATH, .offset = F(nri_socket), .size = S(nri_socket),
+	  .flags = WBG_CONF_RESTART, .doc = "The runtime's NRI socket." },
+	{ .section = "nri", .key = "plugin_name", .def = "wbguard", .type = WBG_CONF_NAME, .offset = F(nri_plugin_name), .size = S(nri_plugin_name),
+	  .flags = WBG_CONF_RESTART, .doc = "The name wbguardd registers as." },
+	{ .section = "nri", .key = "plugin_index", .def = "50", .type = WBG_CONF_UINT, .offset = F(nri_plugin_index), .min = 0, .max = 99,
+	  .flags = WBG_CONF_RESTART, .doc = "Its place among the runtime's plugins (two digits); wbguardd adjusts nothing, so any place will do." },
 	{ .section = "metrics", .key = "allow_users", .def = "root prometheus", .type = WBG_CONF_USERS, .offset = F(metrics_allow_users),
 	  .size = S(metrics_allow_users), .flags = WBG_CONF_RESTART,
 	  .doc = "Who may read /metrics, by the owner of the peer's socket (names that do not exist are skipped; "
@@ -326,6 +334,11 @@ int conf_key_set(const struct wbg_conf_key *k, struct wbg_config *c, const char 
 			return -EINVAL;
 		snprintf(field, k->size, "%s", v);
 		return 0;
+	case WBG_CONF_NAME:
+		if (!*v || strlen(v) >= k->size || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
+			return -EINVAL;
+		snprintf(field, k->size, "%s", v);
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -375,6 +388,8 @@ const char *conf_key_expect(const struct wbg_conf_key *k, char *buf, size_t size
 		return "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
 	case WBG_CONF_TEXTFILE:
 		return "an absolute path ending in .prom, or empty";
+	case WBG_CONF_NAME:
+		return "a name of letters, digits, '-', '_' and '.'";
 	}
 	return "";
 }
@@ -413,6 +428,7 @@ const char *conf_key_format(const struct wbg_conf_key *k, const struct wbg_confi
 	case WBG_CONF_FSTYPES:
 	case WBG_CONF_TEXTFILE:
 	case WBG_CONF_USERS:
+	case WBG_CONF_NAME:
 		snprintf(buf, size, "%s", (const char *)field);
 		break;
 	case WBG_CONF_LISTEN:

@@ -28,6 +28,7 @@ enum wbg_conf_type {
 	WBG_CONF_TEXTFILE,       /* an absolute path ending in .prom, or "" */
 	WBG_CONF_PASSES,         /* passes_FSTYPE: syncfs passes per filesystem type */
 	WBG_CONF_USERS,          /* user names or numeric uids, separated by spaces */
+	WBG_CONF_NAME,           /* letters, digits, '-', '_' and '.', into a char[] */
 };
 
 /* Flags. */

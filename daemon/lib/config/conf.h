@@ -92,6 +92,11 @@ struct wbg_config {
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
 	char metrics_web_config[256]; /* exporter-toolkit web config (TLS, basic auth), "" = plain HTTP */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
+	/* [nri] */
+	bool nri;                 /* connect to the runtime's NRI socket */
+	char nri_socket[256];
+	char nri_plugin_name[64];
+	unsigned nri_plugin_index; /* 0-99, registered as two digits */
 };
 
 /* Every key at its default: the key table's (conf-keys.c). */

@@ -119,10 +119,29 @@ static const char *bounded(struct wbg_containers *t, const char *s, size_t max)
 	return s;
 }
 
+const char *containers_sources_to_string(unsigned sources, char *buf, size_t size)
+{
+	static const char *const names[] = { "hook", "nri", "state" };
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < ELEMENTSOF(names); i++)
+		if (sources & (1u << i) && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "+" : "", names[i]);
+	return buf;
+}
+
 int containers_register(struct wbg_containers *t, const char *path, const char *id, const char *bundle,
 			const char *const *keys, const char *const *values, size_t n)
 {
+	return containers_register_from(t, WBG_SOURCE_HOOK, path, id, bundle, keys, values, n);
+}
+
+int containers_register_from(struct wbg_containers *t, unsigned source, const char *path, const char *id,
+			     const char *bundle, const char *const *keys, const char *const *values, size_t n)
+{
 	struct wbg_container *c = calloc(1, sizeof(*c)), **found;
+	const struct wbg_container *old = containers_find(t, path);
 	const char *pod, *ns, *name, *expire = NULL;
 
 	if (!c)
@@ -135,6 +154,17 @@ int containers_register(struct wbg_containers *t, const char *path, const char *
 	ns = bounded(t, ns, WBG_CONTAINER_NAMESPACE_MAX);
 	name = bounded(t, name, WBG_CONTAINER_NAME_MAX);
 	expire = bounded(t, expire, WBG_CONTAINER_EXPIRE_MAX);
+	c->sources = source;
+	if (old && strcmp(old->id, id) == 0) {
+		/* the same container told twice: merged (old is freed below,
+		 * after the copies) */
+		pod = pod ? pod : old->pod;
+		ns = ns ? ns : old->namespace;
+		name = name ? name : old->name;
+		expire = expire ? expire : old->dirty_expire;
+		bundle = bundle ? bundle : old->bundle;
+		c->sources |= old->sources;
+	}
 	if (dup_opt(path, &c->path) < 0 || dup_opt(id, &c->id) < 0 || dup_opt(bundle, &c->bundle) < 0 ||
 	    dup_opt(pod, &c->pod) < 0 || dup_opt(ns, &c->namespace) < 0 || dup_opt(name, &c->name) < 0 ||
 	    dup_opt(expire, &c->dirty_expire) < 0) {

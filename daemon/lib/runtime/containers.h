@@ -24,7 +24,18 @@ struct wbg_container {
 	char *pod, *namespace, *name; /* from the CRI's annotations; NULL if not a pod's */
 	char *dirty_expire;           /* wbguard.io/dirty-expire as given, or NULL */
 	uint64_t seq;                 /* registration order */
+	unsigned sources;             /* WBG_SOURCE_* that told of it */
 };
+
+/* Who registered a container: the OCI hook (through the control API), NRI,
+ * or the runtime's state on disk. */
+enum {
+	WBG_SOURCE_HOOK = 1 << 0,
+	WBG_SOURCE_NRI = 1 << 1,
+	WBG_SOURCE_STATE = 1 << 2,
+};
+/* "hook", "nri", "hook+nri"... */
+const char *containers_sources_to_string(unsigned sources, char *buf, size_t size);
 
 struct wbg_containers {
 	void *by_path;
@@ -45,7 +56,13 @@ struct wbg_containers {
 int containers_init(struct wbg_containers *t, size_t cap);
 void containers_free(struct wbg_containers *t);
 /* keys/values: the container's annotations (n pairs). Replaces an earlier
- * registration of the same path. */
+ * registration of the same path; when it was the same container (its id),
+ * the two are merged: what the new one lacks (names, expiry, bundle) is
+ * kept, and its sources add up. The hook and NRI both register a
+ * container: it is one entry, never two. */
+int containers_register_from(struct wbg_containers *t, unsigned source, const char *path, const char *id,
+			     const char *bundle, const char *const *keys, const char *const *values, size_t n);
+/* ... from the hook */
 int containers_register(struct wbg_containers *t, const char *path, const char *id, const char *bundle,
 			const char *const *keys, const char *const *values, size_t n);
 const struct wbg_container *containers_find(const struct wbg_containers *t, const char *path);

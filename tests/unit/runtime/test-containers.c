@@ -91,5 +91,30 @@ int main(void)
 		      "no pod label from it; its other values kept");
 		containers_free(&t);
 	}
+	{
+		/* NRI first (every name, the pod's expiry), then the hook
+		 * (containerd's annotations without the allow-list's expiry):
+		 * one entry, both sources, nothing lost */
+		const char *nk[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.container.name",
+				     "wbguard.io/dirty-expire" };
+		const char *nv[] = { "web-1", "shop", "app", "2s" };
+		const char *hk[] = { "io.kubernetes.cri.sandbox-name" }, *hv[] = { "web-1" };
+		char buf[32];
+
+		CHECK(containers_init(&t, 8) == 0, "init");
+		CHECK(containers_register_from(&t, WBG_SOURCE_NRI, "k/c", "c1", NULL, nk, nv, 4) == 0 &&
+			      containers_register(&t, "k/c", "c1", "/b/c1", hk, hv, 1) == 0,
+		      "NRI then the hook register c1");
+		c = containers_find(&t, "k/c");
+		CHECK(containers_count(&t) == 1 && c && streq(c->dirty_expire, "2s") && streq(c->name, "app") &&
+			      streq(c->namespace, "shop") && streq(c->bundle, "/b/c1"),
+		      "merged: NRI's expiry and names kept, the hook's bundle added");
+		CHECK(streq(containers_sources_to_string(c->sources, buf, sizeof(buf)), "hook+nri"), "sources: %s", buf);
+		CHECK(containers_register_from(&t, WBG_SOURCE_NRI, "k/c", "c2", NULL, hk, hv, 1) == 0 &&
+			      (c = containers_find(&t, "k/c")) && !c->dirty_expire && c->sources == WBG_SOURCE_NRI &&
+			      containers_count(&t) == 1,
+		      "another container at the same path: replaced, not merged");
+		containers_free(&t);
+	}
 	return tap_done();
 }
