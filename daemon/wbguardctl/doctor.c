@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <json-c/json.h>
 
@@ -258,6 +259,32 @@ static void check_config(struct report *r, struct wbg_config *c, const char *pat
 		    c->host_root);
 }
 
+/* NRI: connected, or why not, against whether the runtime offers it (its
+ * socket on the node). */
+static void check_nri(struct report *r, const struct wbg_config *c, struct json_object *d)
+{
+	const char *phase = get_s(d, "nri") ?: "off", *runtime = get_s(d, "nri_runtime") ?: "";
+	_cleanup_free_ char *sock = NULL;
+	struct stat st;
+	bool offered;
+
+	if (asprintf(&sock, "%s%s", c->host_root, c->nri_socket) < 0)
+		return;
+	offered = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+	if (strcmp(phase, "ready") == 0)
+		say(r, OK, "NRI", NULL, "registered with %s: every pod and container named, no hook needed for names",
+		    runtime);
+	else if (!offered)
+		say(r, OK, "NRI", NULL, "%s: no NRI socket at %s (this runtime's containers are named by the OCI hook)",
+		    phase, c->nri_socket);
+	else if (strcmp(phase, "off") == 0)
+		say(r, WARN, "NRI", "[nri] enable = yes (and a wbguardd built with NRI)",
+		    "the runtime offers NRI at %s, and wbguardd does not use it", c->nri_socket);
+	else
+		say(r, WARN, "NRI", "journalctl -u wbguard | grep NRI (the runtime's NRI may refuse external plugins)",
+		    "%s: the runtime's NRI socket is there, and wbguardd is not registered", phase);
+}
+
 int doctor(const struct ctl_opts *co, const struct doctor_paths *p)
 {
 	struct report r = { .json = co->json };
@@ -298,8 +325,9 @@ int doctor(const struct ctl_opts *co, const struct doctor_paths *p)
 		else
 			say(&r, WARN, "stall evidence", "a kernel with fentry/fexit (BTF, 5.5+)", "%s",
 			    v ? v : "unknown");
+		check_nri(&r, &c, d);
 		if (get_u(d, "registered_containers"))
-			say(&r, OK, "registrations", NULL, "%" PRIu64 " containers registered by the hook",
+			say(&r, OK, "registrations", NULL, "%" PRIu64 " containers registered (by the hook or NRI)",
 			    get_u(d, "registered_containers"));
 		else
 			say(&r, WARN, "registrations", "check the hook file and the runtime's hooks directory",

@@ -241,7 +241,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 	CHECK_ROOT(msg, error);
 	(void)sysctl_keeper_read(expiry_sysctl(&m->expiry), &cur);
 	return sd_bus_reply_method_return(
-		msg, "a{sv}", 14, "version", "s", WBGUARD_VERSION, "config", "s", m->config_path, "dying_wb_fallback", "s",
+		msg, "a{sv}", 16, "version", "s", WBGUARD_VERSION, "config", "s", m->config_path, "dying_wb_fallback", "s",
 		wbg_verdict_to_string(m->verdicts.dying_wb), "bdev_foreign_flush", "s",
 		wbg_verdict_to_string(m->verdicts.bdev_flush), "mitigating", "b", m->mitigating, "bpf", "b", m->bpf != NULL,
 		"system_bus", "b", m->bus_name_owned,
@@ -251,7 +251,10 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
 		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->lifecycle.n_active,
 		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",
-		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur);
+		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur,
+		/* NRI: its phase ("off" without it) and the runtime it is registered with */
+		"nri", "s", m->nri ? nri_phase_to_string(nri_phase(m->nri)) : "off", "nri_runtime", "s",
+		m->nri ? nri_runtime(m->nri) : "");
 }
 
 static int property_verdict(sd_bus *bus, const char *path, const char *interface, const char *property,

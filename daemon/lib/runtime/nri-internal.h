@@ -40,19 +40,12 @@ struct wbg_nri {
 	struct wbg_nri_stats stats;
 };
 
-
 /* The one place the phase changes: the table's step, its actions carried
  * out, and the facts they produce stepped in turn. */
 void nri_step_event(struct wbg_nri *n, enum nri_event ev);
-/* Stops the feed with a closing event carried out after it: -ECANCELED. */
-int nri_stop_feed(struct wbg_nri *n, enum pending p, enum wbg_nri_error e, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-/* Whether the phase takes the event a request means. */
-bool nri_allowed(const struct wbg_nri *n, enum nri_event ev);
-/* Answers a request on the plugin's connection: the message (NULL: an
- * empty one), or a status with no payload when code is not 0. */
-int nri_answer(struct wbg_nri *n, uint32_t stream, const ProtobufCMessage *m, int code, const char *message);
-/* nri-requests.c: a reply on the runtime's connection, a request on the
- * plugin's. */
-int nri_on_runtime_reply(struct wbg_nri *n, const struct nri_message *m);
-int nri_on_request(struct wbg_nri *n, const struct nri_message *m);
+/* nri-requests.c: one whole message from the runtime handled (answered,
+ * reported); *ret the fact it was for the phase (_NRI_EVENT_MAX: none).
+ * -ECANCELED with pending set for a closing one. */
+int nri_on_message(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret);
+/* RegisterPlugin queued on the runtime's connection. */
+int nri_send_register(struct wbg_nri *n);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,57 +84,6 @@ static void broken(struct wbg_nri *n, enum wbg_nri_error e, const char *why)
 	nri_step_event(n, NRI_EV_BROKEN);
 }
 
-static int send_message(struct wbg_nri *n, uint32_t conn, uint32_t stream, uint8_t type, const ProtobufCMessage *m)
-{
-	size_t len = protobuf_c_message_get_packed_size(m);
-	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf)
-		return -ENOMEM;
-	protobuf_c_message_pack(m, buf);
-	return nri_out_message(&n->out, conn, stream, type, buf, len);
-}
-
-static int send_register(struct wbg_nri *n)
-{
-	Nri__Pkg__Api__V1alpha1__RegisterPluginRequest req = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
-	Ttrpc__Request call = TTRPC__REQUEST__INIT;
-	_cleanup_free_ uint8_t *payload = NULL;
-
-	req.plugin_name = n->plugin_name;
-	req.plugin_idx = n->plugin_index;
-	call.payload.len = protobuf_c_message_get_packed_size(&req.base);
-	payload = malloc(call.payload.len ? call.payload.len : 1);
-	if (!payload)
-		return -ENOMEM;
-	protobuf_c_message_pack(&req.base, payload);
-	call.payload.data = payload;
-	call.service = (char *)WBG_NRI_SERVICE_RUNTIME;
-	call.method = (char *)"RegisterPlugin";
-	return send_message(n, NRI_CONN_RUNTIME, REGISTER_STREAM, NRI_TTRPC_REQUEST, &call.base);
-}
-
-int nri_answer(struct wbg_nri *n, uint32_t stream, const ProtobufCMessage *m, int code, const char *message)
-{
-	Ttrpc__Response rsp = TTRPC__RESPONSE__INIT;
-	Ttrpc__Status status = TTRPC__STATUS__INIT;
-	_cleanup_free_ uint8_t *payload = NULL;
-
-	if (code != 0) {
-		status.code = code;
-		status.message = (char *)message;
-		rsp.status = &status;
-	} else if (m) {
-		rsp.payload.len = protobuf_c_message_get_packed_size(m);
-		payload = malloc(rsp.payload.len ? rsp.payload.len : 1);
-		if (!payload)
-			return -ENOMEM;
-		protobuf_c_message_pack(m, payload);
-		rsp.payload.data = payload;
-	}
-	return send_message(n, NRI_CONN_PLUGIN, stream, NRI_TTRPC_RESPONSE, &rsp.base);
-}
-
 void nri_step_event(struct wbg_nri *n, enum nri_event ev)
 {
 	bool more = true;
@@ -172,7 +120,7 @@ void nri_step_event(struct wbg_nri *n, enum nri_event ev)
 				n->ops->synced(n->userdata, n->sync_pods, n->sync_containers);
 		}
 		if (s.actions & NRI_DO_REGISTER) {
-			r = send_register(n);
+			r = nri_send_register(n);
 			if (r >= 0)
 				r = flush_out(n);
 			if (r < 0) {
@@ -203,35 +151,17 @@ void nri_step_event(struct wbg_nri *n, enum nri_event ev)
 	}
 }
 
-int nri_stop_feed(struct wbg_nri *n, enum pending p, enum wbg_nri_error e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(n->why, sizeof(n->why), fmt, ap);
-	va_end(ap);
-	n->pending = p;
-	n->pending_error = e;
-	return -ECANCELED;
-}
-
-bool nri_allowed(const struct wbg_nri *n, enum nri_event ev)
-{
-	return nri_phase_step(n->phase, ev).valid;
-}
-
+/* The feed's callback: the message handled, then the phase stepped by
+ * the fact it was (closing facts wait for the feed to stop). */
 static int on_message(const struct nri_message *m, void *userdata)
 {
 	struct wbg_nri *n = userdata;
+	enum nri_event ev = _NRI_EVENT_MAX;
+	int r = nri_on_message(n, m, &ev);
 
-	if (m->conn == NRI_CONN_RUNTIME)
-		return nri_on_runtime_reply(n, m);
-	if (m->type != NRI_TTRPC_REQUEST)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc message of type %u from the runtime",
-				 m->type);
-	if (!(m->stream & 1))
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a request on even stream %u", m->stream);
-	return nri_on_request(n, m);
+	if (r >= 0 && ev != _NRI_EVENT_MAX)
+		nri_step_event(n, ev);
+	return r;
 }
 
 /* Reads and handles what the socket holds: 0, or -1 when the connection

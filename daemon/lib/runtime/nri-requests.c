@@ -6,6 +6,7 @@
  * and Unimplemented for everything else. Every answer is empty but
  * Configure's and Synchronize's, which adjust nothing. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,59 +25,130 @@ enum {
 
 typedef Nri__Pkg__Api__V1alpha1__PodContainerRequest PodContainerRequest;
 
-int nri_on_runtime_reply(struct wbg_nri *n, const struct nri_message *m)
+static int stop_feed(struct wbg_nri *n, enum pending p, enum wbg_nri_error e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int stop_feed(struct wbg_nri *n, enum pending p, enum wbg_nri_error e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n->why, sizeof(n->why), fmt, ap);
+	va_end(ap);
+	n->pending = p;
+	n->pending_error = e;
+	return -ECANCELED;
+}
+
+static bool allowed(const struct wbg_nri *n, enum nri_event ev)
+{
+	return nri_phase_step(n->phase, ev).valid;
+}
+
+static int send_message(struct wbg_nri *n, uint32_t conn, uint32_t stream, uint8_t type, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	_cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(m, buf);
+	return nri_out_message(&n->out, conn, stream, type, buf, len);
+}
+
+int nri_send_register(struct wbg_nri *n)
+{
+	Nri__Pkg__Api__V1alpha1__RegisterPluginRequest req = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
+	Ttrpc__Request call = TTRPC__REQUEST__INIT;
+	_cleanup_free_ uint8_t *payload = NULL;
+
+	req.plugin_name = n->plugin_name;
+	req.plugin_idx = n->plugin_index;
+	call.payload.len = protobuf_c_message_get_packed_size(&req.base);
+	payload = malloc(call.payload.len ? call.payload.len : 1);
+	if (!payload)
+		return -ENOMEM;
+	protobuf_c_message_pack(&req.base, payload);
+	call.payload.data = payload;
+	call.service = (char *)WBG_NRI_SERVICE_RUNTIME;
+	call.method = (char *)"RegisterPlugin";
+	return send_message(n, NRI_CONN_RUNTIME, REGISTER_STREAM, NRI_TTRPC_REQUEST, &call.base);
+}
+
+static int answer(struct wbg_nri *n, uint32_t stream, const ProtobufCMessage *m, int code, const char *message)
+{
+	Ttrpc__Response rsp = TTRPC__RESPONSE__INIT;
+	Ttrpc__Status status = TTRPC__STATUS__INIT;
+	_cleanup_free_ uint8_t *payload = NULL;
+
+	if (code != 0) {
+		status.code = code;
+		status.message = (char *)message;
+		rsp.status = &status;
+	} else if (m) {
+		rsp.payload.len = protobuf_c_message_get_packed_size(m);
+		payload = malloc(rsp.payload.len ? rsp.payload.len : 1);
+		if (!payload)
+			return -ENOMEM;
+		protobuf_c_message_pack(m, payload);
+		rsp.payload.data = payload;
+	}
+	return send_message(n, NRI_CONN_PLUGIN, stream, NRI_TTRPC_RESPONSE, &rsp.base);
+}
+
+
+static int on_runtime_reply(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret)
 {
 	Ttrpc__Response *rsp;
 	int r = 0;
 
 	if (m->type != NRI_TTRPC_RESPONSE)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL,
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL,
 				     "a ttrpc message of type %u on the runtime's connection", m->type);
 	if (m->stream != REGISTER_STREAM || n->registered)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a reply on stream %u, to no call",
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a reply on stream %u, to no call",
 				     m->stream);
 	rsp = ttrpc__response__unpack(NULL, m->len, m->data);
 	if (!rsp)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "RegisterPlugin's reply does not decode");
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "RegisterPlugin's reply does not decode");
 	if (rsp->status && rsp->status->code != 0)
-		r = nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_REFUSED, "the runtime refused the registration: %.120s",
+		r = stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_REFUSED, "the runtime refused the registration: %.120s",
 				  rsp->status->message ? rsp->status->message : "");
 	ttrpc__response__free_unpacked(rsp, NULL);
 	if (r < 0)
 		return r;
 	n->registered = true;
-	nri_step_event(n, NRI_EV_REGISTERED);
+	*ret = NRI_EV_REGISTERED;
 	return 0;
 }
 
 static int out_of_order(struct wbg_nri *n, const char *method)
 {
-	return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s while %s", method,
+	return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s while %s", method,
 			     nri_phase_to_string(n->phase));
 }
 
-static int configure(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
+static int configure(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p, enum nri_event *ret)
 {
 	Nri__Pkg__Api__V1alpha1__ConfigureRequest *req;
 	Nri__Pkg__Api__V1alpha1__ConfigureResponse rsp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
 	int r;
 
-	if (!nri_allowed(n, NRI_EV_CONFIGURE))
+	if (!allowed(n, NRI_EV_CONFIGURE))
 		return out_of_order(n, "Configure");
 	req = nri__pkg__api__v1alpha1__configure_request__unpack(NULL, p->len, p->data);
 	if (!req)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Configure's message does not decode");
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Configure's message does not decode");
 	snprintf(n->runtime, sizeof(n->runtime), "%.64s %.64s", req->runtime_name ? req->runtime_name : "",
 		 req->runtime_version ? req->runtime_version : "");
 	log_info("NRI: configured by %s (NRI %s), events 0x%x", n->runtime,
 		 req->nri_version && *req->nri_version ? req->nri_version : "v0.8 or older", WBG_NRI_EVENT_MASK);
 	nri__pkg__api__v1alpha1__configure_request__free_unpacked(req, NULL);
 	rsp.events = WBG_NRI_EVENT_MASK;
-	r = nri_answer(n, stream, &rsp.base, 0, NULL);
+	r = answer(n, stream, &rsp.base, 0, NULL);
 	if (r < 0)
 		return r;
 	n->stats.events[WBG_NRI_CONFIGURE]++;
-	nri_step_event(n, NRI_EV_CONFIGURE);
+	*ret = NRI_EV_CONFIGURE;
 	return 0;
 }
 
@@ -107,7 +179,7 @@ static void sync_container(const NriContainer *c, const struct nri_pod *pod, voi
 	n->sync_containers++;
 }
 
-static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
+static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p, enum nri_event *ret)
 {
 	Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req;
 	Nri__Pkg__Api__V1alpha1__SynchronizeResponse rsp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
@@ -116,9 +188,9 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 
 	req = nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, p->len, p->data);
 	if (!req)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
 	ev = req->more ? NRI_EV_SYNC_PART : NRI_EV_SYNC_LAST;
-	if (!nri_allowed(n, ev)) {
+	if (!allowed(n, ev)) {
 		nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
 		return out_of_order(n, "Synchronize");
 	}
@@ -148,11 +220,11 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 		nri_pods_flush_deferred(&n->pods, sync_container, n);
 	rsp.more = req->more;
 	nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
-	r = nri_answer(n, stream, &rsp.base, 0, NULL);
+	r = answer(n, stream, &rsp.base, 0, NULL);
 	if (r < 0)
 		return r;
 	n->stats.events[WBG_NRI_SYNCHRONIZE]++;
-	nri_step_event(n, ev);
+	*ret = ev;
 	return 0;
 }
 
@@ -207,28 +279,28 @@ static int state_change(struct wbg_nri *n, uint32_t stream, const ProtobufCBinar
 {
 	Nri__Pkg__Api__V1alpha1__StateChangeEvent *req;
 
-	if (!nri_allowed(n, NRI_EV_EVENT))
+	if (!allowed(n, NRI_EV_EVENT))
 		return out_of_order(n, "StateChange");
 	req = nri__pkg__api__v1alpha1__state_change_event__unpack(NULL, p->len, p->data);
 	if (!req)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "StateChange's message does not decode");
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "StateChange's message does not decode");
 	event(n, req->event, req->pod, req->container);
 	nri__pkg__api__v1alpha1__state_change_event__free_unpacked(req, NULL);
-	return nri_answer(n, stream, NULL, 0, NULL);
+	return answer(n, stream, NULL, 0, NULL);
 }
 
 static int dedicated(struct wbg_nri *n, uint32_t stream, const char *method, int kind, const ProtobufCBinaryData *p)
 {
 	PodContainerRequest *req;
 
-	if (!nri_allowed(n, NRI_EV_EVENT))
+	if (!allowed(n, NRI_EV_EVENT))
 		return out_of_order(n, method);
 	req = nri__pkg__api__v1alpha1__pod_container_request__unpack(NULL, p->len, p->data);
 	if (!req)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s's message does not decode", method);
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s's message does not decode", method);
 	event(n, kind, req->pod, req->container);
 	nri__pkg__api__v1alpha1__pod_container_request__free_unpacked(req, NULL);
-	return nri_answer(n, stream, NULL, 0, NULL);
+	return answer(n, stream, NULL, 0, NULL);
 }
 
 static const struct {
@@ -241,21 +313,21 @@ static const struct {
 	{ "RemoveContainer", EVENT_REMOVE_CONTAINER },
 };
 
-static int dispatch(struct wbg_nri *n, uint32_t stream, const Ttrpc__Request *req)
+static int dispatch(struct wbg_nri *n, uint32_t stream, const Ttrpc__Request *req, enum nri_event *ret)
 {
 	char why[160];
 
 	if (strcmp(req->service, WBG_NRI_SERVICE_PLUGIN) == 0) {
 		if (strcmp(req->method, "Configure") == 0)
-			return configure(n, stream, &req->payload);
+			return configure(n, stream, &req->payload, ret);
 		if (strcmp(req->method, "Synchronize") == 0)
-			return synchronize(n, stream, &req->payload);
+			return synchronize(n, stream, &req->payload, ret);
 		if (strcmp(req->method, "StateChange") == 0)
 			return state_change(n, stream, &req->payload);
 		if (strcmp(req->method, "Shutdown") == 0) {
-			int r = nri_answer(n, stream, NULL, 0, NULL);
+			int r = answer(n, stream, NULL, 0, NULL);
 
-			return r < 0 ? r : nri_stop_feed(n, PENDING_SHUTDOWN, WBG_NRI_ERR_HANGUP, "shutdown");
+			return r < 0 ? r : stop_feed(n, PENDING_SHUTDOWN, WBG_NRI_ERR_HANGUP, "shutdown");
 		}
 		for (size_t i = 0; i < ELEMENTSOF(dedicated_rpcs); i++)
 			if (strcmp(req->method, dedicated_rpcs[i].method) == 0)
@@ -266,19 +338,31 @@ static int dispatch(struct wbg_nri *n, uint32_t stream, const Ttrpc__Request *re
 	n->stats.events[WBG_NRI_UNIMPLEMENTED]++;
 	log_debug("NRI: %.80s/%.80s: not served", req->service, req->method);
 	snprintf(why, sizeof(why), "wbguard does not serve %.60s", req->method);
-	return nri_answer(n, stream, NULL, RPC_UNIMPLEMENTED, why);
+	return answer(n, stream, NULL, RPC_UNIMPLEMENTED, why);
 }
 
-int nri_on_request(struct wbg_nri *n, const struct nri_message *m)
+static int on_request(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret)
 {
 	Ttrpc__Request *req = ttrpc__request__unpack(NULL, m->len, m->data);
 	int r;
 
 	if (!req)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc request does not decode");
-	r = dispatch(n, m->stream, req);
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc request does not decode");
+	r = dispatch(n, m->stream, req, ret);
 	ttrpc__request__free_unpacked(req, NULL);
 	if (r == -ENOBUFS || r == -EMSGSIZE)
-		return nri_stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_WRITE, "the runtime does not read its answers");
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_WRITE, "the runtime does not read its answers");
 	return r;
+}
+
+int nri_on_message(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret)
+{
+	if (m->conn == NRI_CONN_RUNTIME)
+		return on_runtime_reply(n, m, ret);
+	if (m->type != NRI_TTRPC_REQUEST)
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc message of type %u from the runtime",
+				 m->type);
+	if (!(m->stream & 1))
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a request on even stream %u", m->stream);
+	return on_request(n, m, ret);
 }
