@@ -6,11 +6,12 @@
  * it with PODS pods of 3 containers each, then replaces containers one by
  * one as a churning node does (RemoveContainer of the old one, then
  * PostCreateContainer of its successor), each request timed from send to
- * reply. With --cgroups DIR (under a cgroup2 mount) each container has a
- * real cgroup, removed before its RemoveContainer as runc's delete does,
- * so wbguardd's handovers run too. Prints one JSON object.
+ * reply. Containers' cgroups are /wbgbench/podP/cS-G; with --cgroups ROOT
+ * (a cgroup2 mount) each is made there for real, and removed before its
+ * RemoveContainer as runc's delete does, so wbguardd's handovers run too.
+ * Prints one JSON object.
  *   nri-churn --socket PATH --pid PID [--pods 100] [--events 3000]
- *             [--proto v0.8|v0.12] [--cgroups DIR]
+ *             [--proto v0.8|v0.12] [--cgroups ROOT]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -113,9 +114,29 @@ static int event(const char *proto, int kind, const char *method, Pod *p, Ctr *c
 	}
 }
 
-static void cg_path(char *buf, size_t size, const char *dir, unsigned pod, unsigned gen, unsigned slot)
+static const char *cgroot; /* --cgroups: where they are made */
+
+/* A container's cgroup, relative to the cgroupfs root as NRI says it,
+ * made for real with --cgroups. */
+static void cg_make(char *buf, size_t size, unsigned pod, unsigned gen, unsigned slot)
 {
-	snprintf(buf, size, "%s/pod%u/c%u-%u", dir, pod, slot, gen);
+	char real[600];
+
+	snprintf(buf, size, "/wbgbench/pod%u/c%u-%u", pod, slot, gen);
+	if (cgroot) {
+		snprintf(real, sizeof(real), "%s%s", cgroot, buf);
+		mkdir(real, 0755);
+	}
+}
+
+static void cg_remove(const char *rel)
+{
+	char real[600];
+
+	if (cgroot) {
+		snprintf(real, sizeof(real), "%s%s", cgroot, rel);
+		rmdir(real);
+	}
 }
 
 int main(int argc, char **argv)
@@ -126,7 +147,7 @@ int main(int argc, char **argv)
 		{ "proto", required_argument, NULL, 'v' },  { "cgroups", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock = NULL, *proto = "v0.8", *cgdir = NULL;
+	const char *sock = NULL, *proto = "v0.8";
 	unsigned pods = 100, events = 3000, per = 3;
 	int pid = 0, lfd, fd, o;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -146,13 +167,13 @@ int main(int argc, char **argv)
 		case 'n': pods = (unsigned)atoi(optarg); break;
 		case 'e': events = (unsigned)atoi(optarg); break;
 		case 'v': proto = optarg; break;
-		case 'c': cgdir = optarg; break;
+		case 'c': cgroot = optarg; break;
 		default: return 2;
 		}
 	if (!sock || pid <= 0 || pods == 0 || strlen(sock) >= sizeof(sa.sun_path) ||
 	    (strcmp(proto, "v0.8") && strcmp(proto, "v0.12"))) {
 		fprintf(stderr, "usage: nri-churn --socket PATH --pid PID [--pods N] [--events N] [--proto v0.8|v0.12] "
-				"[--cgroups DIR]\n");
+				"[--cgroups ROOT]\n");
 		return 2;
 	}
 	memcpy(sa.sun_path, sock, strlen(sock));
@@ -192,8 +213,8 @@ int main(int argc, char **argv)
 	}
 	for (unsigned p = 0; p < pods; p++) {
 		snprintf(id, sizeof(id), "pod%u", p);
-		if (cgdir) {
-			snprintf(path, sizeof(path), "%s/pod%u", cgdir, p);
+		if (cgroot) {
+			snprintf(path, sizeof(path), "%s/wbgbench/pod%u", cgroot, p);
 			mkdir(path, 0755);
 		}
 		snprintf(rel, sizeof(rel), "/wbgbench/pod%u/sandbox", p);
@@ -202,9 +223,7 @@ int main(int argc, char **argv)
 			unsigned i = p * per + c;
 
 			snprintf(id, sizeof(id), "ctr%u-0", i);
-			cg_path(path, sizeof(path), cgdir ? cgdir : "/wbgbench", p, 0, c);
-			if (cgdir)
-				mkdir(path, 0755);
+			cg_make(path, sizeof(path), p, 0, c);
 			ctr[i] = fake_container(id, pod[p]->id, "app", path, NULL);
 		}
 	}
@@ -233,14 +252,11 @@ int main(int argc, char **argv)
 			unsigned i = e % (pods * per), p = i / per;
 			Ctr *old = ctr[i];
 
-			if (cgdir)
-				rmdir(old->linux->cgroups_path); /* runc delete, before NRI hears */
+			cg_remove(old->linux->cgroups_path); /* runc delete, before NRI hears */
 			event(proto, 11, "RemoveContainer", pod[p], old);
 			gen[i]++;
 			snprintf(id, sizeof(id), "ctr%u-%u", i, gen[i]);
-			cg_path(path, sizeof(path), cgdir ? cgdir : "/wbgbench", p, gen[i], i % per);
-			if (cgdir)
-				mkdir(path, 0755);
+			cg_make(path, sizeof(path), p, gen[i], i % per);
 			ctr[i] = fake_container(id, pod[p]->id, "app", path, NULL);
 			event(proto, 5, "PostCreateContainer", pod[p], ctr[i]);
 			fake_free_container(old);
@@ -257,19 +273,18 @@ int main(int argc, char **argv)
 		       "\"sync_ms\":%.3f,\"reply_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f},"
 		       "\"events_per_sec\":%.0f,\"cpu_us_per_event\":%.1f,\"sync_cpu_ms\":%.1f,"
 		       "\"rss_kib\":{\"before_sync\":%lu,\"synced\":%lu,\"after_churn\":%lu}}\n",
-		       proto, pods, pods * per, n_lat, cgdir ? "true" : "false", failures, sync_ns / 1e6,
+		       proto, pods, pods * per, n_lat, cgroot ? "true" : "false", failures, sync_ns / 1e6,
 		       lat[n_lat / 2] / 1e3, lat[n_lat * 99 / 100] / 1e3, lat[n_lat - 1] / 1e3, n_lat / (churn_ns / 1e9),
 		       (double)(t_end - t_churn0) * 1e6 / hz / n_lat, (double)(t_churn0 - t_sync0) * 1e3 / hz,
 		       rss_idle, rss_synced, rss_end);
 	}
 	for (unsigned i = 0; i < pods * per; i++) {
-		if (cgdir)
-			rmdir(ctr[i]->linux->cgroups_path);
+		cg_remove(ctr[i]->linux->cgroups_path);
 		fake_free_container(ctr[i]);
 	}
 	for (unsigned p = 0; p < pods; p++) {
-		if (cgdir) {
-			snprintf(path, sizeof(path), "%s/pod%u", cgdir, p);
+		if (cgroot) {
+			snprintf(path, sizeof(path), "%s/wbgbench/pod%u", cgroot, p);
 			rmdir(path);
 		}
 		fake_free_pod(pod[p]);
