@@ -165,7 +165,10 @@ ids=$(cri run /tmp/pods/web-1.json /tmp/pods/web-1-app.json 2>>/wbg-out/cri-erro
 pod1=${ids% *} ctr1=${ids#* }
 check "CRI: the host-network pod shop/web-1 runs (RunPodSandbox), its container app created and started" test -n "$ids"
 echo "# pod and container web-1/app in $(since "$t") s"
-cri inspect "$ctr1" >/wbg-out/ctr1-status.json 2>&1
+cri inspect "$ctr1" , inspectp "$pod1" >/wbg-out/web-1-status.json 2>>/wbg-out/cri-errors.txt
+jq -s '.[0]' /wbg-out/web-1-status.json >/wbg-out/ctr1-status.json 2>/dev/null
+# the pod sandbox's (pause's) cgroup, beside its container's
+echo "# the sandbox's cgroupsPath: $(jq -s -r '.[1].info.info' /wbg-out/web-1-status.json 2>/dev/null | jq -r '.runtimeSpec.linux.cgroupsPath' 2>/dev/null)"
 check "CRI: app runs" test "$(jq -r .status.state /wbg-out/ctr1-status.json 2>/dev/null)" = CONTAINER_RUNNING
 cg1=$(jq -r '.info.info' /wbg-out/ctr1-status.json 2>/dev/null | jq -r '.runtimeSpec.linux.cgroupsPath // empty' 2>/dev/null)
 echo "# the container's cgroupsPath (its OCI spec): $cg1"
