@@ -29,6 +29,7 @@ bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3-yaml cu
 apache2-utils openssl
 man-db lintian fakeroot
 podman buildah containerd mmdebstrap
+python3-grpcio python3-grpc-tools python3-protobuf gcc libc6-dev
 postgresql-15
 "
 # What apt-get build-dep needs before it can read debian/control, and what
@@ -52,7 +53,20 @@ if [ $build = 1 ]; then
 		builddeps=1
 	fi
 fi
-[ -z "$missing" ] && [ $builddeps = 0 ] && exit 0
+# The lab's VM test nri-containerd runs sid's containerd 2.1 (the guest has
+# no network): fetched into the cache once, by the user the tests run as
+# (sudo's). Not fatal: without it that test is reported as skipped.
+fetch_containerd() {
+	local f=$top/tests/vm/fetch-debian-containerd
+	if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
+		f="runuser -u $SUDO_USER -- $f"
+	fi
+	$f >/dev/null || echo "setup-deps: tests/vm/fetch-debian-containerd failed: the VM test nri-containerd will be skipped" >&2
+}
+if [ -z "$missing" ] && [ $builddeps = 0 ]; then
+	[ $lab = 1 ] && fetch_containerd
+	exit 0
+fi
 
 echo "setup-deps: installing:$missing$([ $builddeps = 1 ] && echo ' (and debian/control Build-Depends)')" >&2
 if [ "$(id -u)" -ne 0 ]; then
@@ -66,3 +80,5 @@ apt-get update -q >/dev/null
 if [ $builddeps = 1 ]; then
 	apt-get build-dep -y -q --no-install-recommends "$top" >/dev/null
 fi
+[ $lab = 1 ] && fetch_containerd
+exit 0

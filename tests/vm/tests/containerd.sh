@@ -9,6 +9,7 @@
 #     base_runtime_spec's hooks into every container's): it registers the
 #     container at createRuntime and has wbguardd flush it at poststop.
 . "$WBG_TOP/tests/vm/lib.sh"
+. "$WBG_TOP/tests/vm/oci.sh"
 export WBG_FLUSH_MODE=eager
 if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
 	skip "containerd: not installed (tests/setup-deps.sh installs Debian's containerd)"
@@ -18,29 +19,8 @@ mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.s
 
 # The image: one layer (busybox and its applets), its config, manifest and
 # index, as an OCI archive.
-img=/tmp/oci-image
-mkdir -p $img/blobs/sha256 /tmp/bbroot/bin /tmp/bbroot/data /tmp/bbroot/proc /tmp/bbroot/dev /tmp/bbroot/sys
-cp /bin/busybox /tmp/bbroot/bin/
-for a in sh sleep dd sync cat; do ln -sf busybox /tmp/bbroot/bin/$a; done
-tar -C /tmp/bbroot -cf /tmp/layer.tar .
-blob() { # FILE: its digest, the file moved into the blobs
-	local d
-	d=$(sha256sum "$1" | cut -d' ' -f1)
-	mv "$1" $img/blobs/sha256/$d
-	echo $d
-}
-size() { stat -c %s $img/blobs/sha256/$1; }
-layer=$(blob /tmp/layer.tar)
-printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"config":{"Cmd":["sh"]}}' \
-	$layer >/tmp/config.json
-config=$(blob /tmp/config.json)
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
-	$config $(size $config) $layer $(size $layer) >/tmp/manifest.json
-manifest=$(blob /tmp/manifest.json)
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"localhost/wbg-busybox:1","io.containerd.image.name":"localhost/wbg-busybox:1"}}]}' \
-	$manifest $(size $manifest) >$img/index.json
-echo '{"imageLayoutVersion":"1.0.0"}' >$img/oci-layout
-tar -C $img -cf /tmp/image.tar .
+oci_rootfs /tmp/bbroot
+oci_image /tmp/bbroot localhost/wbg-busybox:1 '["sh"]' /tmp/image.tar
 
 # containerd on the guest's overlay root: the native snapshotter (overlay on
 # overlay is refused), its own root and state.
