@@ -55,6 +55,8 @@ int manager_note_container(struct manager *m, unsigned source, const char *id, c
 		 containers_sources_to_string(ct->sources, sources, sizeof(sources)));
 	(void)watch_process(&m->watch); /* its cgroup is likely news to us */
 	c = registry_find_path(&m->reg, rel);
+	if (c)
+		containers_set_tracked(&m->containers, rel);
 	if (c && c->in_scope && !c->removed)
 		expiry_container_registered(&m->expiry, c->id, c->in_scope, c->populated);
 	return 0;

@@ -132,6 +132,9 @@ static void on_tracked(struct wbg_watch *w, struct wbg_cgroup *c)
 	}
 	/* whose share of the inode records its writes take */
 	(void)wbg_bpf_tenant_set(m->bpf, c->id, watch_tenant_id(w, c));
+	/* a container registered before its cgroup was seen: its names now
+	 * stay until the cgroup departs */
+	containers_set_tracked(&m->containers, c->path);
 	log_debug("Tracking %s (id %" PRIu64 "%s)", c->path, c->id, c->populated ? ", populated" : "");
 }
 

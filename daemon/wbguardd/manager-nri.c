@@ -75,15 +75,18 @@ static void op_container(void *userdata, const struct wbg_nri_container *c)
 static void op_removed(void *userdata, const char *id, const char *cgroups_path)
 {
 	struct manager *m = userdata;
+	const struct wbg_container *c;
 	char rel[PATH_MAX];
 
 	if (oci_cgroup_path(cgroups_path, rel, sizeof(rel)) < 0)
 		return;
-	/* A cgroup the registry tracks is forgotten when it departs (its
-	 * handover needs the names first); one it never saw, now. */
-	(void)watch_process(&m->watch);
-	if (!registry_find_path(&m->reg, rel)) {
-		log_debug("NRI: container %.80s removed, cgroup /%s untracked: forgotten", id, rel);
+	/* A container whose cgroup wbguardd tracks keeps its names until the
+	 * cgroup departs (the handover, maybe still flushing, names it);
+	 * one whose cgroup it never tracked (out of its roots, refused) is
+	 * forgotten now, or the table would fill with the gone. */
+	c = containers_find(&m->containers, rel);
+	if (c && !c->tracked && strcmp(c->id, id) == 0) {
+		log_debug("NRI: container %.80s removed, its cgroup /%s never tracked: forgotten", id, rel);
 		containers_forget(&m->containers, rel);
 	}
 }

@@ -164,6 +164,7 @@ int containers_register_from(struct wbg_containers *t, unsigned source, const ch
 		expire = expire ? expire : old->dirty_expire;
 		bundle = bundle ? bundle : old->bundle;
 		c->sources |= old->sources;
+		c->tracked = old->tracked;
 	}
 	if (dup_opt(path, &c->path) < 0 || dup_opt(id, &c->id) < 0 || dup_opt(bundle, &c->bundle) < 0 ||
 	    dup_opt(pod, &c->pod) < 0 || dup_opt(ns, &c->namespace) < 0 || dup_opt(name, &c->name) < 0 ||
@@ -242,6 +243,14 @@ void containers_forget(struct wbg_containers *t, const char *path)
 
 	if (found)
 		drop(t, *found);
+}
+
+void containers_set_tracked(struct wbg_containers *t, const char *path)
+{
+	struct wbg_container key = { .path = (char *)path }, **found = tfind(&key, &t->by_path, cmp_path);
+
+	if (found)
+		(*found)->tracked = true;
 }
 
 const struct wbg_container *containers_find_id(const struct wbg_containers *t, const char *id)

@@ -25,6 +25,7 @@ struct wbg_container {
 	char *dirty_expire;           /* wbguard.io/dirty-expire as given, or NULL */
 	uint64_t seq;                 /* registration order */
 	unsigned sources;             /* WBG_SOURCE_* that told of it */
+	bool tracked;                 /* its cgroup is wbguardd's: its departure forgets it */
 };
 
 /* Who registered a container: the OCI hook (through the control API), NRI,
@@ -83,6 +84,9 @@ static inline size_t containers_count(const struct wbg_containers *t)
 	return t->ring.n;
 }
 void containers_forget(struct wbg_containers *t, const char *path);
+/* Its cgroup is tracked: the names stay until the cgroup departs (its
+ * handover's record needs them), whatever the runtime says first. */
+void containers_set_tracked(struct wbg_containers *t, const char *path);
 
 /* The pod, namespace and container name among a container's annotations, as
  * CRI-O (io.kubernetes.pod.name ...) or containerd (io.kubernetes.cri.
