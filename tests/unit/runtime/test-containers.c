@@ -110,8 +110,12 @@ int main(void)
 			      streq(c->namespace, "shop") && streq(c->bundle, "/b/c1"),
 		      "merged: NRI's expiry and names kept, the hook's bundle added");
 		CHECK(streq(containers_sources_to_string(c->sources, buf, sizeof(buf)), "hook+nri"), "sources: %s", buf);
+		CHECK(!c->tracked, "not tracked until its cgroup is");
+		containers_set_tracked(&t, "k/c");
+		CHECK(containers_register(&t, "k/c", "c1", NULL, hk, hv, 1) == 0 && containers_find(&t, "k/c")->tracked,
+		      "tracked: kept through a merge (its departure, not the runtime, forgets it)");
 		CHECK(containers_register_from(&t, WBG_SOURCE_NRI, "k/c", "c2", NULL, hk, hv, 1) == 0 &&
-			      (c = containers_find(&t, "k/c")) && !c->dirty_expire && c->sources == WBG_SOURCE_NRI &&
+			      (c = containers_find(&t, "k/c")) && !c->dirty_expire && c->sources == WBG_SOURCE_NRI && !c->tracked &&
 			      containers_count(&t) == 1,
 		      "another container at the same path: replaced, not merged");
 		containers_free(&t);
