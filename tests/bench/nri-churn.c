@@ -269,11 +269,11 @@ int main(int argc, char **argv)
 	{
 		long hz = sysconf(_SC_CLK_TCK);
 
-		printf("{\"proto\":\"%s\",\"pods\":%u,\"containers\":%u,\"events\":%zu,\"cgroups\":%s,\"failures\":%d,"
+		printf("{\"proto\":\"%s\",\"pods\":%u,\"containers\":%u,\"replacements\":%u,\"requests\":%zu,\"cgroups\":%s,\"failures\":%d,"
 		       "\"sync_ms\":%.3f,\"reply_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f},"
-		       "\"events_per_sec\":%.0f,\"cpu_us_per_event\":%.1f,\"sync_cpu_ms\":%.1f,"
+		       "\"requests_per_sec\":%.0f,\"cpu_us_per_request\":%.1f,\"sync_cpu_ms\":%.1f,"
 		       "\"rss_kib\":{\"before_sync\":%lu,\"synced\":%lu,\"after_churn\":%lu}}\n",
-		       proto, pods, pods * per, n_lat, cgroot ? "true" : "false", failures, sync_ns / 1e6,
+		       proto, pods, pods * per, events, n_lat, cgroot ? "true" : "false", failures, sync_ns / 1e6,
 		       lat[n_lat / 2] / 1e3, lat[n_lat * 99 / 100] / 1e3, lat[n_lat - 1] / 1e3, n_lat / (churn_ns / 1e9),
 		       (double)(t_end - t_churn0) * 1e6 / hz / n_lat, (double)(t_churn0 - t_sync0) * 1e3 / hz,
 		       rss_idle, rss_synced, rss_end);
