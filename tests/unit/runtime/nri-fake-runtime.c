@@ -218,41 +218,16 @@ Nri__Pkg__Api__V1alpha1__Container *fake_container(const char *id, const char *p
 	return c;
 }
 
+/* Every part was malloc'd (strdup, calloc) as protobuf-c's own unpacking
+ * does: its free takes them the same way. */
 void fake_free_pod(Nri__Pkg__Api__V1alpha1__PodSandbox *p)
 {
-
-	/* built by hand, not unpacked: freed field by field */
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->n_annotations; i++) {
-		free(p->annotations[i]->key);
-		free(p->annotations[i]->value);
-		free(p->annotations[i]);
-	}
-	free(p->annotations);
-	free(p->linux->cgroups_path);
-	free(p->linux);
-	free(p->id);
-	free(p->name);
-	free(p->namespace_);
-	free(p->uid);
-	free(p);
+	if (p)
+		nri__pkg__api__v1alpha1__pod_sandbox__free_unpacked(p, NULL);
 }
 
 void fake_free_container(Nri__Pkg__Api__V1alpha1__Container *c)
 {
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->n_annotations; i++) {
-		free(c->annotations[i]->key);
-		free(c->annotations[i]->value);
-		free(c->annotations[i]);
-	}
-	free(c->annotations);
-	free(c->linux->cgroups_path);
-	free(c->linux);
-	free(c->id);
-	free(c->pod_sandbox_id);
-	free(c->name);
-	free(c);
+	if (c)
+		nri__pkg__api__v1alpha1__container__free_unpacked(c, NULL);
 }
