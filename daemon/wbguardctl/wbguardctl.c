@@ -168,7 +168,7 @@ static void print_daemon(struct json_object *d)
 	struct json_object *v;
 	const char *keys[] = { "version", "dying_wb_fallback", "bdev_foreign_flush", "mitigating", "bpf", "system_bus",
 			       "stall_evidence", "tracked_cgroups", "registered_containers", "active_handovers", "handovers_total",
-			       "flushed_device_bytes" };
+			       "flushed_device_bytes", "nri", "nri_runtime" };
 
 	printf("wbguardd:\n");
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++)

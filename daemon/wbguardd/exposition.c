@@ -50,7 +50,8 @@ static void write_nri(FILE *f, const struct manager *m)
 		return;
 	nri_stats(m->nri, &st);
 	metric_value(f, "wbguard_nri_connected", "gauge",
-		     "1 when wbguardd is registered with the runtime's NRI and synchronized.", manager_nri_synced(m));
+		     "1 while wbguardd is synchronized with the runtime's NRI (configured, told every pod and container).",
+		     manager_nri_synced(m));
 	metric_counter(f, "wbguard_nri_connections_total", "Connections made to the runtime's NRI socket.",
 		       st.connections);
 	metric_family(f, "wbguard_nri_events_total", "counter",

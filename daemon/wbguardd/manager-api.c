@@ -33,8 +33,9 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 	return r;
 }
 
-int manager_note_container(struct manager *m, unsigned source, const char *id, const char *path, const char *bundle,
-			   const char *const *keys, const char *const *values, size_t n, char *rel, size_t rel_size)
+int manager_note_container(struct manager *m, unsigned source, int level, const char *id, const char *path,
+			   const char *bundle, const char *const *keys, const char *const *values, size_t n, char *rel,
+			   size_t rel_size)
 {
 	char why[256], sources[32];
 	struct wbg_cgroup *c;
@@ -50,7 +51,7 @@ int manager_note_container(struct manager *m, unsigned source, const char *id, c
 	if (r < 0)
 		return log_oom();
 	ct = containers_find(&m->containers, rel);
-	log_info("Registered container %s: cgroup /%s%s%s%s%s (%s)", id, rel, ct->pod ? ", pod " : "",
+	log_full_errno(level, 0, "Registered container %s: cgroup /%s%s%s%s%s (%s)", id, rel, ct->pod ? ", pod " : "",
 		 ct->pod ? (ct->namespace ? ct->namespace : "") : "", ct->pod ? "/" : "", ct->pod ? ct->pod : "",
 		 containers_sources_to_string(ct->sources, sources, sizeof(sources)));
 	(void)watch_process(&m->watch); /* its cgroup is likely news to us */
@@ -73,5 +74,6 @@ int manager_register_container(struct manager *m, const char *id, const char *pa
 	if (r < 0)
 		return sd_bus_error_set(error, r == -E2BIG ? SD_BUS_ERROR_LIMITS_EXCEEDED : SD_BUS_ERROR_INVALID_ARGS,
 					why);
-	return manager_note_container(m, WBG_SOURCE_HOOK, id, path, bundle, keys, values, n, rel, sizeof(rel));
+	return manager_note_container(m, WBG_SOURCE_HOOK, LOG_INFO, id, path, bundle, keys, values, n, rel,
+				      sizeof(rel));
 }

@@ -75,14 +75,12 @@ static int op_lookup(void *userdata, uint64_t cgroup_id, struct wbg_expiry_subje
 	snprintf(ret->path, sizeof(ret->path), "%s", c->path);
 	snprintf(ret->unit, sizeof(ret->unit), "%s", c->ident.unit);
 	/* A container registered (by the OCI hook, NRI) says it first; else
-	 * its runtime's state on disk, unless NRI is synchronized: then every
-	 * container the runtime has is registered, and a cgroup that is not
-	 * is none of its containers'. */
+	 * its runtime's state on disk. NRI registers every CRI container (at
+	 * connect and as they come), so there the scan answers only for the
+	 * others: Docker's, nerdctl's, Podman's, which NRI never sees. */
 	reg = containers_find(&m->containers, c->path);
 	dirs = config_runtime_dirs(&m->cfg, &n_dirs);
-	found = reg ? 1
-		: manager_nri_synced(m) ? 0
-		: runtime_index_find(m->runtime_index, dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
+	found = reg ? 1 : runtime_index_find(m->runtime_index, dirs, n_dirs, m->cfg.cgroup_root, c->path, &st);
 	if (reg) {
 		snprintf(ret->container_id, sizeof(ret->container_id), "%s", reg->id);
 		containers_sources_to_string(reg->sources, ret->runtime, sizeof(ret->runtime));
@@ -98,7 +96,7 @@ static int op_lookup(void *userdata, uint64_t cgroup_id, struct wbg_expiry_subje
 		ret->has_annotation = true;
 		snprintf(ret->annotation, sizeof(ret->annotation), "%s", annotation);
 	}
-	ret->runtimes_present = found == 0 && !manager_nri_synced(m) && runtimes_present(dirs, n_dirs);
+	ret->runtimes_present = found == 0 && runtimes_present(dirs, n_dirs);
 	runtime_state_done(&st);
 	return 0;
 }

@@ -68,8 +68,10 @@ static void op_container(void *userdata, const struct wbg_nri_container *c)
 		keys[n] = "io.kubernetes.container.name", values[n++] = c->name;
 	if (c->dirty_expire)
 		keys[n] = WBG_EXPIRY_ANNOTATION, values[n++] = c->dirty_expire;
-	(void)manager_note_container(m, WBG_SOURCE_NRI, c->id, c->cgroups_path, NULL, keys, values, n, rel,
-				     sizeof(rel));
+	/* a synchronization's are known already, or counted in its summary:
+	 * not a line each at every reconnect */
+	(void)manager_note_container(m, WBG_SOURCE_NRI, c->synchronizing ? LOG_DEBUG : LOG_INFO, c->id, c->cgroups_path,
+				     NULL, keys, values, n, rel, sizeof(rel));
 }
 
 static void op_removed(void *userdata, const char *id, const char *cgroups_path)
@@ -126,9 +128,11 @@ static void sync_sources(struct manager *m)
 	if (r >= 0 && m->nri_io_source)
 		r = sd_event_source_set_io_events(m->nri_io_source, EPOLLIN | (nri_wants_write(m->nri) ? EPOLLOUT : 0));
 	if (r < 0) {
-		log_warning_errno(r, "NRI: cannot watch the socket; reconnecting");
-		nri_stop(m->nri);
-		nri_start(m->nri);
+		/* closed, tried again after the backoff (never a busy loop) */
+		log_warning_errno(r, "NRI: cannot watch the socket");
+		nri_reconnect(m->nri);
+		m->nri_io_source = sd_event_source_disable_unref(m->nri_io_source);
+		m->nri_fd = -EBADF;
 		deadline = nri_deadline(m->nri);
 	}
 	if (deadline == UINT64_MAX) {

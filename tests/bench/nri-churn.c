@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "nri-fake-runtime.h"
-#include "nri-plugin.h"
+#include "wbg-runtime.h"
 
 typedef Nri__Pkg__Api__V1alpha1__PodSandbox Pod;
 typedef Nri__Pkg__Api__V1alpha1__Container Ctr;
@@ -170,7 +170,7 @@ int main(int argc, char **argv)
 		case 'c': cgroot = optarg; break;
 		default: return 2;
 		}
-	if (!sock || pid <= 0 || pods == 0 || strlen(sock) >= sizeof(sa.sun_path) ||
+	if (!sock || pid <= 0 || pods == 0 || events == 0 || strlen(sock) >= sizeof(sa.sun_path) ||
 	    (strcmp(proto, "v0.8") && strcmp(proto, "v0.12"))) {
 		fprintf(stderr, "usage: nri-churn --socket PATH --pid PID [--pods N] [--events N] [--proto v0.8|v0.12] "
 				"[--cgroups ROOT]\n");

@@ -12,10 +12,9 @@
 #include <sys/socket.h>
 
 #include "fuzz.h"
-#include "nri-wire.h"
+#include "wbg-runtime.h"
 #include "nri.pb-c.h"
 #include "ttrpc.pb-c.h"
-#include "wbg-runtime.h"
 
 static const ProtobufCMessageDescriptor *const descriptors[] = {
 	&nri__pkg__api__v1alpha1__configure_request__descriptor,
@@ -115,9 +114,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		drain();
 	}
 	close(peer);
+	peer = -1;
 	nri_io(n, EPOLLIN | EPOLLHUP);
 	now += 60000000;
-	nri_timer(n);
+	nri_timer(n); /* reconnects: a new peer */
 	if (peer >= 0)
 		close(peer);
 	peer = -1;

@@ -30,6 +30,8 @@ struct wbg_nri {
 	struct nri_pods pods;
 	uint64_t deadline, backoff_usec;
 	bool registered, connect_failing;
+	bool in_feed;        /* the wire's buffers are being read: no close now */
+	bool skipped_logged; /* frames for other multiplexer connections, said once */
 	char runtime[160];
 	unsigned sync_pods, sync_containers;
 	/* set while a message is handled, carried out once the feed stops:

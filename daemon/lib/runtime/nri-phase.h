@@ -48,7 +48,7 @@ enum {
 	NRI_DO_CLOSE = 1 << 2,    /* drop the connection and what it taught (the pod table) */
 	NRI_DO_ARM_NOW = 1 << 3,  /* the timer at once */
 	NRI_DO_BACKOFF = 1 << 4,  /* the timer after the backoff, which then doubles */
-	NRI_DO_SETUP = 1 << 5,    /* the timer at the setup deadline (a peer that never answers) */
+	NRI_DO_SETUP = 1 << 5,    /* the timer at the setup deadline, from connect (a peer that never finishes) */
 	NRI_DO_DISARM = 1 << 6,
 	NRI_DO_SYNCED = 1 << 7,   /* synchronized: the backoff starts over, reported */
 };

@@ -50,7 +50,7 @@ static void close_connection(struct wbg_nri *n)
 	nri_wire_done(&n->wire);
 	nri_out_done(&n->out);
 	nri_pods_clear(&n->pods);
-	n->registered = false;
+	n->registered = n->skipped_logged = false;
 	n->sync_pods = n->sync_containers = 0;
 	n->runtime[0] = 0;
 }
@@ -95,6 +95,13 @@ void nri_step_event(struct wbg_nri *n, enum nri_event ev)
 
 		if (!s.valid)
 			return;
+		if (n->in_feed && (s.actions & NRI_DO_CLOSE)) {
+			/* closing frees what the feed reads: after it */
+			n->pending = PENDING_BROKEN;
+			n->pending_error = WBG_NRI_ERR_PROTOCOL;
+			snprintf(n->why, sizeof(n->why), "%s while a message was read", nri_event_to_string(ev));
+			return;
+		}
 		log_debug("NRI: %s in %s -> %s", nri_event_to_string(ev), nri_phase_to_string(n->phase),
 			  nri_phase_to_string(s.next));
 		n->phase = s.next;
@@ -181,7 +188,15 @@ static int read_some(struct wbg_nri *n)
 			return -1;
 		}
 		n->pending = PENDING_NONE;
+		n->in_feed = true;
 		r = nri_wire_feed(&n->wire, buf, (size_t)k, on_message, n);
+		n->in_feed = false;
+		if (r >= 0 && n->pending == PENDING_BROKEN)
+			r = -ECANCELED;
+		if (n->wire.skipped_frames && !n->skipped_logged) {
+			n->skipped_logged = true;
+			log_notice("NRI: frames for a multiplexer connection other than 1 and 2 skipped (a newer NRI?)");
+		}
 		if (r == -ECANCELED && n->pending == PENDING_SHUTDOWN) {
 			(void)flush_out(n); /* Shutdown's answer, if the socket takes it */
 			n->stats.events[WBG_NRI_SHUTDOWN]++;
@@ -226,6 +241,12 @@ void nri_timer(struct wbg_nri *n)
 			   nri_phase_to_string(n->phase), n->backoff_usec / 1e6);
 	}
 	nri_step_event(n, NRI_EV_TIMER);
+}
+
+void nri_reconnect(struct wbg_nri *n)
+{
+	if (nri_phase_connected(n->phase))
+		broken(n, WBG_NRI_ERR_HANGUP, "its socket could not be watched");
 }
 
 void nri_start(struct wbg_nri *n)

@@ -26,11 +26,17 @@
 #define WBG_NRI_EVENT_MASK ((1u << 0) | (1u << 2) | (1u << 4) | (1u << 10))
 #define WBG_NRI_BACKOFF_MIN_USEC 500000ULL
 #define WBG_NRI_BACKOFF_MAX_USEC 30000000ULL
-/* from connect to the end of Synchronize: a runtime that stops half-way
- * is given up on, and tried again */
+/* from connect to the end of Synchronize, at most: a runtime that stops
+ * (or dawdles) half-way is given up on, and tried again */
 #define WBG_NRI_SETUP_USEC 10000000ULL
-/* pods remembered (for the containers of a split synchronization) */
+/* pods remembered during a synchronization (for its containers, which
+ * name their pod by id) */
 #define WBG_NRI_PODS_MAX 16384
+/* pods and containers in one Synchronize part: a 4 MiB part of empty
+ * entries would unpack to 2 million structs */
+#define WBG_NRI_SYNC_ENTRIES_MAX 65536
+/* a pod's id: containerd's and CRI-O's are 64 hex digits */
+#define WBG_NRI_ID_MAX 128
 /* containers of a split synchronization whose pod is still to come */
 #define WBG_NRI_DEFERRED_MAX 16384
 #define WBG_NRI_DEFERRED_BYTES (16u << 20)
@@ -47,6 +53,7 @@ struct wbg_nri_container {
 	const char *dirty_expire;   /* the expiry annotation: the container's, else its pod's; NULL if neither */
 	uint32_t pid;
 	bool sandbox;
+	bool synchronizing; /* from Synchronize: known before, told again at connect */
 };
 
 enum wbg_nri_event_kind {
@@ -109,6 +116,9 @@ void nri_stop(struct wbg_nri *n);
 void nri_io(struct wbg_nri *n, uint32_t revents);
 /* The timer came due. */
 void nri_timer(struct wbg_nri *n);
+/* Drops the connection and tries again after the backoff (the owner could
+ * not watch the socket). */
+void nri_reconnect(struct wbg_nri *n);
 /* What the owner watches: the socket (-1 when none), whether it waits to
  * write, and when the timer is due (UINT64_MAX: never). */
 int nri_fd(const struct wbg_nri *n);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What one NRI connection remembers of its pods: their names and expiry
+ * What a synchronization remembers of its pods: their names and expiry
  * annotation by pod id, for containers that name their pod by id alone (a
  * Synchronize lists pods and containers apart, and a split one may send a
- * container before its pod: those wait here until the last part). Both
- * tables are bounded; what does not fit is counted by the caller.
+ * container before its pod: those wait here until the last part). Emptied
+ * at the last part (every event carries its container's pod). Both tables
+ * are bounded; what does not fit is counted by the caller.
  */
 #pragma once
 
@@ -41,7 +42,6 @@ void nri_pods_clear(struct nri_pods *t);
 /* Remembers (or refreshes) a pod: -ENOSPC past WBG_NRI_PODS_MAX, -ENOMEM. */
 int nri_pods_note(struct nri_pods *t, const NriPod *p);
 const struct nri_pod *nri_pods_find(const struct nri_pods *t, const char *id);
-void nri_pods_forget(struct nri_pods *t, const char *id);
 /* Keeps a container until its pod comes: -ENOSPC past the bounds. */
 int nri_pods_defer(struct nri_pods *t, const NriContainer *c);
 /* Hands each deferred container to fn, with its pod if now known, and

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "containers.h"
 #include "nri-pods-internal.h"
 #include "wbg-config.h"
 
@@ -65,12 +66,19 @@ static int dup_opt(const char *s, char **ret)
 	return !s || *ret ? 0 : -ENOMEM;
 }
 
+/* A runtime's value, kept only within what Kubernetes allows (as the
+ * container table keeps a registration's): longer is as if absent. */
+static const char *bounded(const char *s, size_t max)
+{
+	return s && strnlen(s, max + 1) <= max ? s : NULL;
+}
+
 int nri_pods_note(struct nri_pods *t, const NriPod *p)
 {
 	struct nri_pod *pod, **found;
 	const char *key = str(p->id);
 
-	if (!*key)
+	if (!*key || strlen(key) > WBG_NRI_ID_MAX)
 		return -EINVAL;
 	found = tfind(&key, &t->by_id, cmp_id);
 	if (!found && t->n >= WBG_NRI_PODS_MAX)
@@ -78,9 +86,10 @@ int nri_pods_note(struct nri_pods *t, const NriPod *p)
 	pod = calloc(1, sizeof(*pod));
 	if (!pod)
 		return -ENOMEM;
-	if (dup_opt(key, &pod->id) < 0 || dup_opt(str(p->name), &pod->name) < 0 ||
-	    dup_opt(str(p->namespace_), &pod->namespace) < 0 || dup_opt(str(p->uid), &pod->uid) < 0 ||
-	    dup_opt(nri_pod_expire(p), &pod->dirty_expire) < 0) {
+	if (dup_opt(key, &pod->id) < 0 || dup_opt(bounded(str(p->name), WBG_CONTAINER_NAME_MAX), &pod->name) < 0 ||
+	    dup_opt(bounded(str(p->namespace_), WBG_CONTAINER_NAMESPACE_MAX), &pod->namespace) < 0 ||
+	    dup_opt(bounded(str(p->uid), WBG_CONTAINER_NAME_MAX), &pod->uid) < 0 ||
+	    dup_opt(bounded(nri_pod_expire(p), WBG_CONTAINER_EXPIRE_MAX), &pod->dirty_expire) < 0) {
 		pod_free(pod);
 		return -ENOMEM;
 	}
@@ -109,24 +118,33 @@ const struct nri_pod *nri_pods_find(const struct nri_pods *t, const char *id)
 	return found ? *found : NULL;
 }
 
-void nri_pods_forget(struct nri_pods *t, const char *id)
-{
-	struct nri_pod **found = id ? tfind(&id, &t->by_id, cmp_id) : NULL, *pod;
-
-	if (!found)
-		return;
-	pod = *found;
-	tdelete(pod, &t->by_id, cmp_id);
-	pod_free(pod);
-	t->n--;
-}
-
 int nri_pods_defer(struct nri_pods *t, const NriContainer *c)
 {
-	size_t len = protobuf_c_message_get_packed_size(&c->base);
+	/* only what its report needs: a runtime's args, env and mounts
+	 * are not kept */
+	NriContainer slim = NRI__PKG__API__V1ALPHA1__CONTAINER__INIT;
+	Nri__Pkg__Api__V1alpha1__LinuxContainer linux = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER__INIT;
+	Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry expire =
+		NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT, *ann[1] = { &expire };
 	struct nri_deferred *d;
 	uint8_t *data;
+	size_t len;
 
+	slim.id = c->id;
+	slim.pod_sandbox_id = c->pod_sandbox_id;
+	slim.name = c->name;
+	slim.pid = c->pid;
+	if (c->linux) {
+		linux.cgroups_path = c->linux->cgroups_path;
+		slim.linux = &linux;
+	}
+	expire.key = (char *)WBG_EXPIRY_ANNOTATION;
+	expire.value = (char *)bounded(container_expire(c), WBG_CONTAINER_EXPIRE_MAX);
+	if (expire.value) {
+		slim.annotations = ann;
+		slim.n_annotations = 1;
+	}
+	len = protobuf_c_message_get_packed_size(&slim.base);
 	if (t->n_deferred >= WBG_NRI_DEFERRED_MAX || t->deferred_bytes + len > WBG_NRI_DEFERRED_BYTES)
 		return -ENOSPC;
 	d = realloc(t->deferred, (t->n_deferred + 1) * sizeof(*d));
@@ -136,7 +154,7 @@ int nri_pods_defer(struct nri_pods *t, const NriContainer *c)
 	data = malloc(len ? len : 1);
 	if (!data)
 		return -ENOMEM;
-	protobuf_c_message_pack(&c->base, data);
+	protobuf_c_message_pack(&slim.base, data);
 	t->deferred[t->n_deferred++] = (struct nri_deferred){ .data = data, .len = len };
 	t->deferred_bytes += len;
 	return 0;

@@ -175,17 +175,82 @@ static void sync_container(const NriContainer *c, const struct nri_pod *pod, voi
 	struct wbg_nri_container rc;
 
 	nri_container_report(c, NULL, pod, &rc);
+	rc.synchronizing = true;
 	report(n, &rc);
 	n->sync_containers++;
 }
 
+static int read_varint(const ProtobufCBinaryData *p, size_t *off, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; *off < p->len && shift < 64; shift += 7) {
+		uint8_t b = p->data[(*off)++];
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+/* How many pods and containers a Synchronize holds, from its top-level
+ * fields alone, before protobuf-c unpacks it: an entry of 2 bytes on the
+ * wire is a struct of a hundred unpacked. -EBADMSG if it does not parse. */
+static int count_entries(const ProtobufCBinaryData *p, size_t *ret)
+{
+	size_t off = 0, n = 0;
+
+	while (off < p->len) {
+		uint64_t key, len;
+
+		if (read_varint(p, &off, &key) < 0)
+			return -EBADMSG;
+		switch (key & 7) {
+		case 0: /* varint */
+			if (read_varint(p, &off, &len) < 0)
+				return -EBADMSG;
+			len = 0;
+			break;
+		case 1: /* 64-bit */
+			len = 8;
+			break;
+		case 2: /* length-delimited: pods (1), containers (2) */
+			if (read_varint(p, &off, &len) < 0)
+				return -EBADMSG;
+			break;
+		case 5: /* 32-bit */
+			len = 4;
+			break;
+		default:
+			return -EBADMSG;
+		}
+		if (len > p->len - off)
+			return -EBADMSG;
+		off += len;
+		if ((key >> 3) == 1 || (key >> 3) == 2)
+			n++;
+	}
+	*ret = n;
+	return 0;
+}
+
 static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p, enum nri_event *ret)
 {
+	size_t entries = 0;
 	Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req;
 	Nri__Pkg__Api__V1alpha1__SynchronizeResponse rsp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
 	enum nri_event ev;
 	int r;
 
+	if (count_entries(p, &entries) < 0)
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
+	if (entries > WBG_NRI_SYNC_ENTRIES_MAX)
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL,
+				 "a Synchronize part of %zu pods and containers (at most %u)", entries,
+				 WBG_NRI_SYNC_ENTRIES_MAX);
 	req = nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, p->len, p->data);
 	if (!req)
 		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
@@ -199,6 +264,7 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 
 		note_pod(n, req->pods[i]);
 		nri_sandbox_report(req->pods[i], &rc);
+		rc.synchronizing = true;
 		report(n, &rc);
 		n->sync_pods++;
 	}
@@ -216,8 +282,12 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 		}
 		sync_container(c, pod, n);
 	}
-	if (!req->more)
+	if (!req->more) {
+		/* every container has had its pod's part: the table's work is
+		 * done (events carry their pods) */
 		nri_pods_flush_deferred(&n->pods, sync_container, n);
+		nri_pods_clear(&n->pods);
+	}
 	rsp.more = req->more;
 	nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
 	r = answer(n, stream, &rsp.base, 0, NULL);
@@ -239,7 +309,6 @@ static void event(struct wbg_nri *n, int kind, const NriPod *pod, const NriConta
 		n->stats.events[WBG_NRI_RUN_POD_SANDBOX]++;
 		if (!pod)
 			return;
-		note_pod(n, pod);
 		nri_sandbox_report(pod, &rc);
 		report(n, &rc);
 		return;
@@ -250,15 +319,13 @@ static void event(struct wbg_nri *n, int kind, const NriPod *pod, const NriConta
 		path = pod->linux && pod->linux->cgroups_path ? pod->linux->cgroups_path : "";
 		if (n->ops->removed)
 			n->ops->removed(n->userdata, pod->id, path);
-		nri_pods_forget(&n->pods, pod->id);
 		return;
 	case EVENT_POST_CREATE_CONTAINER:
 		n->stats.events[WBG_NRI_POST_CREATE_CONTAINER]++;
 		if (!c)
 			return;
-		if (pod)
-			note_pod(n, pod);
-		nri_container_report(c, pod, nri_pods_find(&n->pods, c->pod_sandbox_id), &rc);
+		/* an event carries its container's pod */
+		nri_container_report(c, pod, NULL, &rc);
 		report(n, &rc);
 		return;
 	case EVENT_REMOVE_CONTAINER:

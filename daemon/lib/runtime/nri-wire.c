@@ -6,6 +6,8 @@
 
 #include "nri-wire.h"
 
+_Static_assert(NRI_FRAME_WRITE_MAX <= 4096, "NRI's Go multiplexer reads frames into 4 KiB buffers");
+
 static uint32_t get_be32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -77,6 +79,11 @@ static int drain(struct nri_wire *w, uint32_t conn, nri_message_fn fn, void *use
 	}
 	memmove(s->buf, s->buf + off, s->len - off);
 	s->len -= off;
+	if (s->len == 0 && s->cap > 65536) {
+		/* one big message does not keep its buffer for good */
+		free(s->buf);
+		*s = (struct nri_stream){ 0 };
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -100,16 +107,20 @@ int nri_wire_feed(struct nri_wire *w, const uint8_t *buf, size_t n, nri_message_
 			w->hdr_len = 0;
 			w->frame_conn = get_be32(w->hdr);
 			w->frame_left = get_be32(w->hdr + 4);
-			if (w->frame_conn != NRI_CONN_PLUGIN && w->frame_conn != NRI_CONN_RUNTIME) {
-				snprintf(w->error, sizeof(w->error), "a frame for multiplexer connection %u (only 1 and 2 exist)",
-					 w->frame_conn);
-				return -EPROTO;
-			}
-			if (w->frame_left == 0 || w->frame_left > NRI_FRAME_MAX) {
-				snprintf(w->error, sizeof(w->error), "a frame of %zu bytes (1 to %u)", w->frame_left,
+			if (w->frame_left > NRI_FRAME_MAX) {
+				snprintf(w->error, sizeof(w->error), "a frame of %zu bytes (at most %u)", w->frame_left,
 					 NRI_FRAME_MAX);
 				return -EPROTO;
 			}
+			if (w->frame_conn != NRI_CONN_PLUGIN && w->frame_conn != NRI_CONN_RUNTIME)
+				w->skipped_frames++;
+			continue;
+		}
+		if (w->frame_conn != NRI_CONN_PLUGIN && w->frame_conn != NRI_CONN_RUNTIME) {
+			take = w->frame_left < n ? w->frame_left : n;
+			buf += take;
+			n -= take;
+			w->frame_left -= take;
 			continue;
 		}
 		s = &w->streams[w->frame_conn - 1];

@@ -22,8 +22,8 @@
  * synchronization to stay under; a frame may carry that and its header */
 #define NRI_TTRPC_MESSAGE_MAX (4u << 20)
 #define NRI_FRAME_MAX (NRI_TTRPC_MESSAGE_MAX + NRI_TTRPC_HEADER)
-/* what wbguardd writes in one frame: the Go side reads any size, but
- * 4 KiB frames keep each write small */
+/* what wbguardd writes in one frame: NRI's Go multiplexer hands a frame
+ * to ttrpc's 4 KiB reads whole, and fails one that does not fit */
 #define NRI_FRAME_WRITE_MAX 4096
 
 enum {
@@ -51,6 +51,7 @@ struct nri_wire {
 	size_t hdr_len;       /* bytes of the current frame's header read */
 	uint32_t frame_conn;
 	size_t frame_left;    /* payload bytes of the current frame still to come */
+	uint64_t skipped_frames; /* for connections other than 1 and 2: dropped, as NRI's own mux does */
 	struct nri_stream streams[2]; /* connections 1 and 2 */
 	char error[160];      /* why the last feed failed */
 };
@@ -61,11 +62,12 @@ typedef int (*nri_message_fn)(const struct nri_message *m, void *userdata);
 
 void nri_wire_init(struct nri_wire *w);
 void nri_wire_done(struct nri_wire *w);
-/* Takes n bytes read from the socket. -EPROTO (a connection id other than
- * 1 or 2, an empty frame, a ttrpc message over NRI_TTRPC_MESSAGE_MAX, or
- * a frame over NRI_FRAME_MAX) with w->error saying which, -ENOMEM, or a
- * callback's error; 0 otherwise, partial frames and messages kept for
- * the next feed. */
+/* Takes n bytes read from the socket. -EPROTO (a ttrpc message over
+ * NRI_TTRPC_MESSAGE_MAX, or a frame over NRI_FRAME_MAX) with w->error
+ * saying which, -ENOMEM, or a callback's error; 0 otherwise, partial
+ * frames and messages kept for the next feed. Frames for another
+ * connection are skipped and empty ones ignored, as NRI's multiplexer
+ * does (a newer NRI may open a third connection). */
 int nri_wire_feed(struct nri_wire *w, const uint8_t *buf, size_t n, nri_message_fn fn, void *userdata);
 
 /* An output buffer: what is still to be written to the socket. */

@@ -28,14 +28,17 @@ static char *slurp(const char *p)
 	return buf;
 }
 
-static int disk[2] = { -1, -1 };
+static int disk[2] = { -1, -1 }, entered[2] = { -1, -1 };
 
-/* the atomic write once the disk is back (a byte on the pipe) */
+/* the atomic write once the disk is back (a byte on the pipe); says when
+ * it is stuck (a byte on entered), so the test waits for that, not for a
+ * time a loaded machine may not keep */
 static int stalled_write(const char *path, const char *text)
 {
 	char c, tmp[300];
 	FILE *f;
 
+	(void)!write(entered[1], "e", 1);
 	if (read(disk[0], &c, 1) != 1)
 		return -EIO;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -65,11 +68,16 @@ int main(void)
 	CHECK(strcmp(slurp(path), "wbguard_x 1\n") == 0, "written, atomically renamed into place");
 
 	/* A stalled write: the thread is stuck in the disk's write. */
-	if (pipe(disk) < 0)
+	if (pipe(disk) < 0 || pipe(entered) < 0)
 		return 1;
 	CHECK(textfile_new_with(stalled_write, &t) == 0, "new");
 	textfile_submit(t, path, strdup("wbguard_x 2\n"));
-	usleep(100 * 1000); /* the thread takes it and blocks */
+	{
+		char e;
+
+		/* the thread takes it and blocks */
+		CHECK(read(entered[0], &e, 1) == 1, "the writer is stuck in the disk's write");
+	}
 	textfile_submit(t, path, strdup("wbguard_x 3\n"));
 	textfile_submit(t, path, strdup("wbguard_x 4\n"));
 	CHECK(textfile_written(t) == 0, "submitting while the writer is stuck returns at once");

@@ -20,7 +20,7 @@ typedef Nri__Pkg__Api__V1alpha1__Container Ctr;
 
 struct report {
 	char id[64], name[64], pod[64], ns[64], cg[128], expire[32];
-	int sandbox;
+	int sandbox, synchronizing;
 };
 
 static struct world {
@@ -71,6 +71,7 @@ static void op_container(void *u, const struct wbg_nri_container *c)
 	snprintf(r->cg, sizeof(r->cg), "%s", c->cgroups_path);
 	snprintf(r->expire, sizeof(r->expire), "%s", c->dirty_expire ? c->dirty_expire : "-");
 	r->sandbox = c->sandbox;
+	r->synchronizing = c->synchronizing;
 }
 
 static void op_removed(void *u, const char *id, const char *cgroups_path)
@@ -323,6 +324,8 @@ int main(void)
 	CHECK(find("c1") && strcmp(find("c1")->expire, "2s") == 0, "c1's expiry from its pod's annotation (no allow-list)");
 	CHECK(find("c2") && strcmp(find("c2")->pod, "db-0") == 0 && strcmp(find("c2")->expire, "500ms") == 0,
 	      "c2: its own annotation wins");
+	CHECK(find("c1")->synchronizing && find("c2")->synchronizing && find("p1")->synchronizing,
+	      "the synchronization's reports say so (logged at debug, not a line each at every reconnect)");
 	CHECK(find("p1") && find("p1")->sandbox && strcmp(find("p1")->cg, "/kubepods/pod-1/p1") == 0 &&
 		      strcmp(find("p1")->name, "") == 0,
 	      "a pod's sandbox: reported as a container of no name");
@@ -335,7 +338,7 @@ int main(void)
 	      "v0.12 RunPodSandbox: answered, the sandbox reported");
 	r = event_rpc(n, "PostCreateContainer", p3, c3);
 	CHECK(reply_ok(r) && r->payload.len == 0 && find("c3") && strcmp(find("c3")->pod, "cache-2") == 0 &&
-		      strcmp(find("c3")->expire, "1s") == 0,
+		      strcmp(find("c3")->expire, "1s") == 0 && !find("c3")->synchronizing,
 	      "v0.12 PostCreateContainer: an empty answer, c3 with its pod's names and expiry");
 	CHECK(reply_ok(event_rpc(n, "RemoveContainer", p3, c3)) && w.n_removed == 1 &&
 		      strcmp(w.removed[0], "c3 /kubepods/pod-3/c3") == 0,
@@ -395,9 +398,15 @@ int main(void)
 	CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_HANGUP) == 1, "the runtime gone: waiting, hangup counted");
 	w.have_rt = 0;
 
-	/* bad input, each on a connection of its own */
+	/* a frame for another multiplexer connection: skipped, as NRI's own
+	 * mux does, the connection kept */
+	CHECK(to_ready(n) == 0, "ready for a frame of connection 5");
 	len = frame(buf, 5, 1, NRI_TTRPC_REQUEST, "x", 1);
-	bad_input(n, "a frame for connection 5", buf, len, 1, WBG_NRI_ERR_PROTOCOL);
+	fake_send_raw(&w.rt, buf, len);
+	CHECK(reply_ok(state_change(n, 10, p3, c3)) && nri_phase(n) == NRI_READY,
+	      "a frame for connection 5: skipped, the next request answered");
+
+	/* bad input, each on a connection of its own */
 	{
 		uint8_t big[8] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff };
 
@@ -414,7 +423,72 @@ int main(void)
 		req.payload.data = (uint8_t *)"\x0a\xff\xff\xff\x0f";
 		req.payload.len = 5;
 		len = frame(buf, 1, 3, NRI_TTRPC_REQUEST, packed, ttrpc__request__pack(&req, packed));
-		bad_input(n, "Synchronize's protobuf of garbage", buf, len, 1, WBG_NRI_ERR_PROTOCOL);
+		/* in the phase that takes a Synchronize: refused for its bytes */
+		CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)) && nri_phase(n) == NRI_CONFIGURED,
+		      "configured, for a Synchronize of garbage");
+		{
+			uint64_t before = err(n, WBG_NRI_ERR_PROTOCOL);
+
+			fake_send_raw(&w.rt, buf, len);
+			nri_io(n, EPOLLIN);
+			CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_PROTOCOL) == before + 1,
+			      "Synchronize's protobuf of garbage, while configured: closed, counted as protocol");
+		}
+	}
+	{
+		/* 65,537 empty containers in 131 KiB: refused before protobuf-c
+		 * unpacks them (each would be a struct of ~100 bytes) */
+		static uint8_t payload[2 * 65537], packed[2 * 65537 + 128];
+		Ttrpc__Request req = TTRPC__REQUEST__INIT;
+
+		for (size_t i = 0; i < sizeof(payload); i += 2)
+			payload[i] = 0x12, payload[i + 1] = 0;
+		req.service = (char *)WBG_NRI_SERVICE_PLUGIN;
+		req.method = (char *)"Synchronize";
+		req.payload.data = payload;
+		req.payload.len = sizeof(payload);
+		CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)), "configured, for a huge Synchronize");
+		{
+			uint64_t before = err(n, WBG_NRI_ERR_PROTOCOL);
+			struct nri_out o;
+
+			nri_out_init(&o, 1 << 20);
+			nri_out_message(&o, 1, 5, NRI_TTRPC_REQUEST, packed, ttrpc__request__pack(&req, packed));
+			/* 132 KiB: within a socketpair's buffer, sent before the
+			 * plugin reads */
+			fake_send_raw(&w.rt, o.buf, o.len);
+			for (int i = 0; i < 8 && nri_fd(n) >= 0; i++)
+				nri_io(n, EPOLLIN);
+			nri_out_done(&o);
+			CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_PROTOCOL) == before + 1,
+			      "a Synchronize part of 65,537 entries: refused unpacked, closed");
+		}
+	}
+	{
+		/* a container whose pod never comes, and a pod table over its
+		 * bound: reported without names, counted */
+		Pod **pods = calloc(WBG_NRI_PODS_MAX + 1, sizeof(*pods));
+		Ctr *orphan = fake_container("c9", "p-none", "lost", "/kubepods/c9", NULL), *ctrs[] = { orphan };
+		uint64_t before = err(n, WBG_NRI_ERR_TABLE_FULL);
+		char id[32];
+
+		for (size_t i = 0; i <= WBG_NRI_PODS_MAX; i++) {
+			snprintf(id, sizeof(id), "pod%zu", i);
+			pods[i] = fake_pod(id, id, "many", "", NULL);
+		}
+		w.n_rep = 0;
+		CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)) &&
+			      reply_ok(sync_msg(n, NULL, 0, ctrs, 1, 1)) && !find("c9"),
+		      "a container whose pod is not yet sent waits");
+		CHECK(reply_ok(sync_msg(n, pods, WBG_NRI_PODS_MAX + 1, NULL, 0, 0)) && nri_phase(n) == NRI_READY,
+		      "16,385 pods in the last part: answered, ready");
+		CHECK(find("c9") && strcmp(find("c9")->pod, "") == 0 && strcmp(find("c9")->name, "lost") == 0,
+		      "the container whose pod never came: reported at the last part, without pod names");
+		CHECK(err(n, WBG_NRI_ERR_TABLE_FULL) == before + 1, "the pod over the table's bound counted");
+		for (size_t i = 0; i <= WBG_NRI_PODS_MAX; i++)
+			fake_free_pod(pods[i]);
+		free(pods);
+		fake_free_container(orphan);
 	}
 	len = frame(buf, 1, 2, NRI_TTRPC_REQUEST, "", 0);
 	bad_input(n, "a request on an even stream", buf, len, 1, WBG_NRI_ERR_PROTOCOL);
@@ -469,6 +543,18 @@ int main(void)
 		CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_TIMEOUT) == 1,
 		      "10 s: closed, counted as a timeout");
 	}
+	/* a runtime that sends a part every 9 s does not hold the setup open */
+	CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)), "connected for a slow synchronization");
+	{
+		Pod *pods[] = { p1 };
+
+		w.now += 9000000;
+		sync_msg(n, pods, 1, NULL, 0, 1);
+		w.now += 1000000;
+		nri_timer(n);
+		CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_TIMEOUT) == 2,
+		      "a part at 9 s, none finished at 10 s: closed (the deadline runs from connect)");
+	}
 	/* half-way through a split synchronization */
 	CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)), "connected, configured");
 	{
@@ -477,7 +563,7 @@ int main(void)
 		sync_msg(n, pods, 1, NULL, 0, 1);
 		w.now += WBG_NRI_SETUP_USEC;
 		nri_timer(n);
-		CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_TIMEOUT) == 2,
+		CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_TIMEOUT) == 3,
 		      "a synchronization that stops half-way: closed after 10 s");
 	}
 	/* stop */

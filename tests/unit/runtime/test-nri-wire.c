@@ -131,10 +131,31 @@ int main(void)
 	CHECK(nri_out_message(&o, 1, 1, 1, payload, 200) == -ENOBUFS, "past the output's bound: -ENOBUFS");
 	nri_out_done(&o);
 
-	CHECK(feed_header(3, 10, "connection 3") == 0, "a frame for connection 3");
-	CHECK(feed_header(0, 10, "connection 0") == 0, "a frame for connection 0");
-	CHECK(feed_header(1, 0, "a frame of 0 bytes") == 0, "an empty frame");
-	CHECK(feed_header(1, 0xffffffffu, "a frame of 4294967295") == 0, "a frame of 4 GiB");
+	CHECK(feed_header(1, 0xffffffffu, "a frame of 4294967295") == 0, "a frame of 4 GiB: refused");
+	CHECK(feed_header(2, NRI_FRAME_MAX + 1, "a frame of 4194315") == 0, "a frame one byte over 4 MiB + 10: refused");
+	{
+		/* frames for connections 0 and 3 and an empty frame, then a
+		 * message on connection 1: NRI's own mux skips and ignores
+		 * them, and so does wbguard's */
+		uint8_t in[64], msgbuf[32];
+		size_t len = 0;
+
+		be32(in, 3), be32(in + 4, 5), memcpy(in + 8, "abcde", 5), len = 13;
+		be32(in + len, 0), be32(in + len + 4, 2), memcpy(in + len + 8, "xy", 2), len += 10;
+		be32(in + len, 1), be32(in + len + 4, 0), len += 8;
+		nri_out_init(&o, 1 << 20);
+		nri_out_message(&o, NRI_CONN_PLUGIN, 9, NRI_TTRPC_REQUEST, (const uint8_t *)"hi", 2);
+		memcpy(msgbuf, o.buf, o.len);
+		memcpy(in + len, msgbuf, o.len);
+		len += o.len;
+		nri_out_done(&o);
+		nri_wire_init(&w);
+		s.n = 0;
+		r = nri_wire_feed(&w, in, len, collect, &s);
+		CHECK(r == 0 && s.n == 1 && s.m[0].stream == 9 && s.m[0].len == 2 && w.skipped_frames == 2,
+		      "frames for connections 3 and 0 skipped (2 counted), an empty one ignored, the message after them read");
+		nri_wire_done(&w);
+	}
 	/* a ttrpc header announcing 5 MiB */
 	be32(bad, 1);
 	be32(bad + 4, 10);
