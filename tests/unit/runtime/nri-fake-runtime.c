@@ -28,13 +28,13 @@ void fake_done(struct fake_rt *f)
 	f->call = NULL;
 }
 
-static int flush(struct fake_rt *f)
+int fake_flush(struct fake_rt *f)
 {
 	while (f->out.len) {
-		ssize_t k = send(f->fd, f->out.buf, f->out.len, MSG_NOSIGNAL);
+		ssize_t k = send(f->fd, f->out.buf, f->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (k < 0)
-			return -errno;
+			return errno == EAGAIN ? 0 : -errno;
 		nri_out_consume(&f->out, (size_t)k);
 	}
 	return 0;
@@ -51,7 +51,7 @@ static int send_msg(struct fake_rt *f, uint32_t conn, uint32_t stream, uint8_t t
 	protobuf_c_message_pack(m, buf);
 	r = nri_out_message(&f->out, conn, stream, type, buf, len);
 	free(buf);
-	return r < 0 ? r : flush(f);
+	return r < 0 ? r : fake_flush(f);
 }
 
 uint32_t fake_call_service(struct fake_rt *f, const char *service, const char *method, const ProtobufCMessage *m)
@@ -145,12 +145,16 @@ void fake_pump(struct fake_rt *f, int wait_ms)
 
 const Ttrpc__Response *fake_wait_reply(struct fake_rt *f, uint32_t stream, int wait_ms)
 {
-	struct pollfd p = { .fd = f->fd, .events = POLLIN };
+	struct pollfd p = { .fd = f->fd };
 
 	for (;;) {
 		if (f->reply && f->reply_stream == stream)
 			return f->reply;
+		/* what the socket did not take yet goes as it drains */
+		p.events = POLLIN | (f->out.len ? POLLOUT : 0);
 		if (f->hangup || poll(&p, 1, wait_ms) <= 0)
+			return NULL;
+		if ((p.revents & POLLOUT) && fake_flush(f) < 0)
 			return NULL;
 		fake_pump(f, 0);
 	}

@@ -33,11 +33,19 @@ struct fake_rt {
 
 void fake_init(struct fake_rt *f, int fd);
 void fake_done(struct fake_rt *f);
-/* Sends a call of the plugin's service: its stream id. */
+/* Sends a call of the plugin's service (queued where the socket is full):
+ * its stream id. */
 uint32_t fake_call(struct fake_rt *f, const char *method, const ProtobufCMessage *m);
 uint32_t fake_call_service(struct fake_rt *f, const char *service, const char *method, const ProtobufCMessage *m);
 /* Answers the plugin's RegisterPlugin: OK (code 0) or an error. */
 int fake_answer_register(struct fake_rt *f, int code, const char *message);
+/* Writes what is queued as far as the socket takes it now: 0 (the rest
+ * stays queued: fake_pending()), or -errno. */
+int fake_flush(struct fake_rt *f);
+static inline size_t fake_pending(const struct fake_rt *f)
+{
+	return f->out.len;
+}
 /* Writes bytes as they are (bad input). */
 int fake_send_raw(struct fake_rt *f, const void *buf, size_t n);
 /* Reads what has come within wait_ms (0: what is there now): replies and

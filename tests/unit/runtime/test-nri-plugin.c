@@ -59,11 +59,9 @@ static int op_connect(void *u, int *ret_fd)
 
 static void op_container(void *u, const struct wbg_nri_container *c)
 {
-	struct report *r;
+	/* the last 64 kept (a synchronization of thousands passes through) */
+	struct report *r = &w.rep[w.n_rep++ % 64];
 
-	if (w.n_rep == 64)
-		return;
-	r = &w.rep[w.n_rep++];
 	snprintf(r->id, sizeof(r->id), "%s", c->id);
 	snprintf(r->name, sizeof(r->name), "%s", c->name);
 	snprintf(r->pod, sizeof(r->pod), "%s", c->pod);
@@ -93,9 +91,9 @@ static const struct wbg_nri_ops ops = {
 
 static const struct report *find(const char *id)
 {
-	for (unsigned i = w.n_rep; i > 0; i--)
-		if (strcmp(w.rep[i - 1].id, id) == 0)
-			return &w.rep[i - 1];
+	for (unsigned i = w.n_rep; i > 0 && i + 64 > w.n_rep; i--)
+		if (strcmp(w.rep[(i - 1) % 64].id, id) == 0)
+			return &w.rep[(i - 1) % 64];
 	return NULL;
 }
 
@@ -104,6 +102,12 @@ static const Ttrpc__Response *call(struct wbg_nri *n, const char *method, const 
 {
 	uint32_t stream = fake_call(&w.rt, method, m);
 
+	/* a call bigger than the socket's buffer goes as the plugin reads */
+	while (fake_pending(&w.rt) && nri_fd(n) >= 0) {
+		nri_io(n, EPOLLIN);
+		if (fake_flush(&w.rt) < 0)
+			break;
+	}
 	nri_io(n, EPOLLIN);
 	return fake_wait_reply(&w.rt, stream, 0);
 }
@@ -192,6 +196,14 @@ static uint64_t err(struct wbg_nri *n, enum wbg_nri_error e)
 
 	nri_stats(n, &st);
 	return st.errors[e];
+}
+
+/* The runtime goes away (a test done with its connection). */
+static void hangup(struct wbg_nri *n)
+{
+	fake_done(&w.rt);
+	w.have_rt = 0;
+	nri_io(n, EPOLLIN | EPOLLHUP);
 }
 
 /* Bad input on a connection in phase ready (or registering): the plugin
@@ -405,6 +417,7 @@ int main(void)
 	fake_send_raw(&w.rt, buf, len);
 	CHECK(reply_ok(state_change(n, 10, p3, c3)) && nri_phase(n) == NRI_READY,
 	      "a frame for connection 5: skipped, the next request answered");
+	hangup(n);
 
 	/* bad input, each on a connection of its own */
 	{
@@ -489,6 +502,7 @@ int main(void)
 			fake_free_pod(pods[i]);
 		free(pods);
 		fake_free_container(orphan);
+		hangup(n);
 	}
 	len = frame(buf, 1, 2, NRI_TTRPC_REQUEST, "", 0);
 	bad_input(n, "a request on an even stream", buf, len, 1, WBG_NRI_ERR_PROTOCOL);
