@@ -88,11 +88,52 @@ int main(void)
 			CHECK(got == table[p][e], "%s + %s -> %c (want %c)", nri_phase_to_string(p), nri_event_to_string(e),
 			      got, table[p][e]);
 		}
-	CHECK(nri_phase_step(NRI_WAITING, NRI_EV_TIMER).actions == NRI_DO_CONNECT, "waiting's timer connects");
-	CHECK(nri_phase_step(NRI_READY, NRI_EV_BROKEN).actions == (NRI_DO_CLOSE | NRI_DO_BACKOFF),
-	      "a broken connection closes and backs off");
-	CHECK(nri_phase_step(NRI_SYNCING, NRI_EV_SYNC_LAST).actions & NRI_DO_SYNCED, "the last part reports");
-	CHECK(nri_phase_step(NRI_CONFIGURED, NRI_EV_TIMER).actions & NRI_DO_CLOSE, "the setup deadline closes");
+	/* every allowed cell's actions, written out */
+	{
+		static const struct {
+			enum nri_phase p;
+			enum nri_event e;
+			unsigned actions;
+		} want[] = {
+			{ NRI_OFF, NRI_EV_START, NRI_DO_ARM_NOW },
+			{ NRI_WAITING, NRI_EV_TIMER, NRI_DO_CONNECT },
+			{ NRI_WAITING, NRI_EV_CONNECTED, NRI_DO_REGISTER | NRI_DO_SETUP },
+			{ NRI_WAITING, NRI_EV_CONNECT_FAILED, NRI_DO_BACKOFF },
+			{ NRI_REGISTERING, NRI_EV_REGISTERED, 0 },
+			{ NRI_REGISTERING, NRI_EV_CONFIGURE, 0 }, /* the setup deadline runs from connect */
+			{ NRI_CONFIGURED, NRI_EV_SYNC_PART, 0 },
+			{ NRI_SYNCING, NRI_EV_SYNC_PART, 0 },
+			{ NRI_CONFIGURED, NRI_EV_SYNC_LAST, NRI_DO_DISARM | NRI_DO_SYNCED },
+			{ NRI_SYNCING, NRI_EV_SYNC_LAST, NRI_DO_DISARM | NRI_DO_SYNCED },
+			{ NRI_READY, NRI_EV_EVENT, 0 },
+			{ NRI_READY, NRI_EV_REGISTERED, 0 },
+		};
+		unsigned checked = 0, differ = 0;
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++, checked++)
+			if (nri_phase_step(want[i].p, want[i].e).actions != want[i].actions)
+				differ++;
+		for (enum nri_phase p = 0; p < _NRI_PHASE_MAX; p++) {
+			struct nri_step stop = nri_phase_step(p, NRI_EV_STOP);
+
+			checked++;
+			if (stop.actions != (NRI_DO_CLOSE | NRI_DO_DISARM))
+				differ++;
+			if (p == NRI_OFF || p == NRI_WAITING)
+				continue;
+			/* every connected phase: a broken connection or a
+			 * shutdown closes and backs off; before ready, so does
+			 * the setup deadline */
+			checked += 2;
+			if (nri_phase_step(p, NRI_EV_BROKEN).actions != (NRI_DO_CLOSE | NRI_DO_BACKOFF) ||
+			    nri_phase_step(p, NRI_EV_SHUTDOWN).actions != (NRI_DO_CLOSE | NRI_DO_BACKOFF))
+				differ++;
+			if (p != NRI_READY &&
+			    (checked++, nri_phase_step(p, NRI_EV_TIMER).actions != (NRI_DO_CLOSE | NRI_DO_BACKOFF)))
+				differ++;
+		}
+		CHECK(differ == 0, "the actions of %u cells as written out (%u differ)", checked, differ);
+	}
 
 	/* a message of 10,000 bytes goes in three frames of at most 4 KiB */
 	for (size_t i = 0; i < sizeof(payload); i++)
