@@ -34,19 +34,17 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 }
 
 int manager_note_container(struct manager *m, unsigned source, int level, const char *id, const char *path,
-			   const char *bundle, const char *const *keys, const char *const *values, size_t n, char *rel,
-			   size_t rel_size)
+			   const char *bundle, const char *const *keys, const char *const *values, size_t n, char *why,
+			   size_t why_size)
 {
-	char why[256], sources[32];
+	char rel[PATH_MAX], sources[32];
 	struct wbg_cgroup *c;
 	const struct wbg_container *ct;
 	int r;
 
-	r = containers_check(id, path, n, rel, rel_size, why, sizeof(why));
-	if (r < 0) {
-		log_notice("Container not registered: %s", why);
+	r = containers_check(id, path, n, rel, sizeof(rel), why, why_size);
+	if (r < 0)
 		return r;
-	}
 	r = containers_register_from(&m->containers, source, rel, id, bundle, keys, values, n);
 	if (r < 0)
 		return log_oom();
@@ -66,14 +64,12 @@ int manager_note_container(struct manager *m, unsigned source, int level, const 
 int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
 			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error)
 {
-	char rel[PATH_MAX], why[256];
+	char why[256];
 	int r;
 
-	/* the caller hears why */
-	r = containers_check(id, path, n, rel, sizeof(rel), why, sizeof(why));
-	if (r < 0)
+	r = manager_note_container(m, WBG_SOURCE_HOOK, LOG_INFO, id, path, bundle, keys, values, n, why, sizeof(why));
+	if (r == -EINVAL || r == -E2BIG) /* the caller hears why */
 		return sd_bus_error_set(error, r == -E2BIG ? SD_BUS_ERROR_LIMITS_EXCEEDED : SD_BUS_ERROR_INVALID_ARGS,
 					why);
-	return manager_note_container(m, WBG_SOURCE_HOOK, LOG_INFO, id, path, bundle, keys, values, n, rel,
-				      sizeof(rel));
+	return r;
 }

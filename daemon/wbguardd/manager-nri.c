@@ -53,8 +53,9 @@ static void op_container(void *userdata, const struct wbg_nri_container *c)
 {
 	struct manager *m = userdata;
 	const char *keys[4], *values[4];
-	char rel[PATH_MAX];
+	char why[256];
 	size_t n = 0;
+	int r;
 
 	if (!*c->cgroups_path) {
 		log_debug("NRI: %s %.80s has no cgroups path: not registered", c->sandbox ? "pod" : "container", c->id);
@@ -70,8 +71,10 @@ static void op_container(void *userdata, const struct wbg_nri_container *c)
 		keys[n] = WBG_EXPIRY_ANNOTATION, values[n++] = c->dirty_expire;
 	/* a synchronization's are known already, or counted in its summary:
 	 * not a line each at every reconnect */
-	(void)manager_note_container(m, WBG_SOURCE_NRI, c->synchronizing ? LOG_DEBUG : LOG_INFO, c->id, c->cgroups_path,
-				     NULL, keys, values, n, rel, sizeof(rel));
+	r = manager_note_container(m, WBG_SOURCE_NRI, c->synchronizing ? LOG_DEBUG : LOG_INFO, c->id, c->cgroups_path,
+				   NULL, keys, values, n, why, sizeof(why));
+	if (r == -EINVAL || r == -E2BIG)
+		log_notice("NRI: container not registered: %s", why);
 }
 
 static void op_removed(void *userdata, const char *id, const char *cgroups_path)

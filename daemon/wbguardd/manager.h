@@ -113,13 +113,13 @@ int manager_flush_cgroup(struct manager *m, const char *path, uint64_t timeout_u
 			 sd_bus_error *error);
 int manager_register_container(struct manager *m, const char *id, const char *path, const char *bundle,
 			       const char *const *keys, const char *const *values, size_t n, sd_bus_error *error);
-/* A container told of by source (WBG_SOURCE_*): checked (-EINVAL, -E2BIG,
- * why logged), registered (merged with what another source said of it;
- * logged at level), its cgroup's expiry looked at. rel: its cgroup
- * relative to the root. */
+/* A container told of by source (WBG_SOURCE_*): checked once (-EINVAL,
+ * -E2BIG with why filled, naming the field), registered (merged with what
+ * another source said of it; logged at level), its cgroup's expiry looked
+ * at. -ENOMEM. */
 int manager_note_container(struct manager *m, unsigned source, int level, const char *id, const char *path,
-			   const char *bundle, const char *const *keys, const char *const *values, size_t n, char *rel,
-			   size_t rel_size);
+			   const char *bundle, const char *const *keys, const char *const *values, size_t n, char *why,
+			   size_t why_size);
 
 /* NRI (manager-nri.c): the plugin connecting with [nri] enable; whether it
  * is synchronized with the runtime (every container then registered). */
