@@ -7,16 +7,24 @@
 #                                 what its guests run, container runtimes,
 #                                 prometheus, PostgreSQL, linters, lintian...
 #   tests/setup-deps.sh           both (tests/run and tests/demo run this)
+#   tests/setup-deps.sh --resolve both lists resolved by apt (apt-get -s),
+#                                 nothing installed: exit 1 naming what this
+#                                 distribution lacks (tests/distro/trixie
+#                                 runs it in Debian 13, tests/deps on the host)
+# Every name is one the distribution's archive resolves itself: metapackages
+# where Debian has one (postgresql is 15 on Debian 12, 17 on 13), -dev
+# packages rather than versioned runtime libraries (the t64 renames).
 # Idempotent: only what is missing is installed, and apt's lists are only
 # refreshed when something is.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=1 lab=1
+build=1 lab=1 resolve=0
 case "${1:-}" in
 --build) lab=0 ;;
 --lab) build=0 ;;
+--resolve) resolve=1 ;;
 "") ;;
-*) echo "usage: tests/setup-deps.sh [--build|--lab]" >&2; exit 2 ;;
+*) echo "usage: tests/setup-deps.sh [--build|--lab|--resolve]" >&2; exit 2 ;;
 esac
 
 # The lab: tests/vm (qemu, the guests' tools, runtimes), tests/bench,
@@ -30,11 +38,32 @@ apache2-utils openssl
 man-db lintian fakeroot
 podman buildah containerd mmdebstrap
 python3-grpcio python3-grpc-tools python3-protobuf gcc libc6-dev
-postgresql-15
+postgresql
 "
 # What apt-get build-dep needs before it can read debian/control, and what
 # Debian's build-essential gives every package build (not listed there).
 BASE="dpkg-dev gcc libc6-dev binutils"
+
+if [ $resolve = 1 ]; then
+	# apt-get -s: what an install would do, as any user; "E:" names what
+	# cannot be had (no such package, no candidate, a conflict)
+	bad=0
+	# shellcheck disable=SC2086
+	for p in $BASE $LAB; do
+		rc=0 && err=$(apt-get -s -q install --no-install-recommends "$p" 2>&1 >/dev/null) || rc=$?
+		if [ $rc -ne 0 ] || echo "$err" | grep -q '^E: '; then
+			echo "setup-deps: $p: $(echo "$err" | grep -m1 '^E: ')" >&2
+			bad=1
+		fi
+	done
+	rc=0 && err=$(cd "$top" && apt-get -s -q build-dep --no-install-recommends ./ 2>&1 >/dev/null) || rc=$?
+	if [ $rc -ne 0 ] || echo "$err" | grep -q '^E: '; then
+		echo "setup-deps: debian/control's Build-Depends: $(echo "$err" | grep -m1 '^E: ')" >&2
+		bad=1
+	fi
+	[ $bad = 0 ] && echo "setup-deps: every package of both lists and debian/control's Build-Depends resolves on $(. /etc/os-release && echo "$PRETTY_NAME")"
+	exit $bad
+fi
 
 missing=""
 want() {
