@@ -28,3 +28,15 @@ struct verify_result {
 };
 
 int verify_run(const struct verify_opts *o, struct verify_result *ret);
+
+/* verify's exit status, as node-problem-detector's custom plugins report
+ * theirs: 0 OK (the fallback is active), 1 NonOK (missing: wbguardd is
+ * needed), any other Unknown. "Cannot tell" has a code of its own, apart
+ * from the usage error (2) every command shares; run: verify_run's result. */
+#define VERIFY_EXIT_UNKNOWN 5
+static inline int verify_exit_status(int run, enum wbg_verdict dying_wb)
+{
+	if (run < 0)
+		return VERIFY_EXIT_UNKNOWN;
+	return dying_wb == WBG_VERDICT_ACTIVE ? 0 : dying_wb == WBG_VERDICT_MISSING ? 1 : VERIFY_EXIT_UNKNOWN;
+}

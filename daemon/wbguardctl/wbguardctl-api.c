@@ -9,6 +9,7 @@
 #include "wbg-runtime.h"
 #include "wbg-base.h"
 #include "wbguardctl-api.h"
+#include "handover-table.h"
 
 
 /* Exit status when wbguardd cannot be reached or refuses. */
@@ -211,26 +212,18 @@ int ctl_handovers(const struct ctl_opts *o, unsigned limit)
 	}
 	r = sd_bus_message_enter_container(reply, 'a', "s");
 	if (!o->json && r >= 0)
-		printf("%-6s %-12s %-11s %10s %10s  %-24s %s\n", "ID", "TRIGGER", "OUTCOME", "DIRTY", "WRITTEN",
-		       "NAMESPACE/POD/CONTAINER", "CGROUP");
+		printf("%-6s %-12s %-11s %9s %9s  %-19s %6s  %-24s %s\n", "ID", "TRIGGER", "OUTCOME", "DIRTY", "WRITTEN",
+		       "ENDED", "AGE", "NAMESPACE/POD/CONTAINER", "CGROUP");
 	while (r >= 0 && (r = sd_bus_message_read(reply, "s", &rec)) > 0) {
-		struct json_object *j = json_tokener_parse(rec), *v;
-		const char *f[9] = { "id", "trigger", "outcome", "dirty_bytes", "device_bytes", "cgroup", "namespace", "pod", "container" };
-		const char *val[9];
-		char who[256];
+		struct json_object *j = json_tokener_parse(rec);
+		struct handover_row row;
 
 		if (!j)
 			continue;
-		for (int i = 0; i < 9; i++)
-			val[i] = json_object_object_get_ex(j, f[i], &v) ? json_object_get_string(v) : "-";
-		/* whose cgroup, where the OCI hook registered it */
-		if (strcmp(val[7], "-") == 0)
-			snprintf(who, sizeof(who), "-");
-		else
-			snprintf(who, sizeof(who), "%s/%s%s%s", val[6], val[7], *val[8] ? "/" : "", val[8]);
-		if (!o->json)
-			printf("%-6s %-12s %-11s %10s %10s  %-24s /%s\n", val[0], val[1], val[2], val[3], val[4], who,
-			       val[5]);
+		/* the records' clock is this boot's CLOCK_MONOTONIC */
+		if (!o->json && handover_row_make(j, control_now_usec(), time(NULL), &row) >= 0)
+			printf("%-6s %-12s %-11s %9s %9s  %-19s %6s  %-24s %s\n", row.id, row.trigger, row.outcome, row.dirty,
+			       row.written, row.ended, row.age, row.who, row.cgroup);
 		json_object_array_add(arr, j);
 	}
 	if (o->json)

@@ -39,7 +39,8 @@ static void help(void)
 	       "                    --pod/--container name it: a pod's cgroup, else its\n"
 	       "                    containers'.\n"
 	       "  handovers         Recent handovers (one per cgroup going away), oldest\n"
-	       "                    first; --limit N for the last N.\n"
+	       "                    first: when each ended, sizes in IEC units; --limit N\n"
+	       "                    for the last N.\n"
 	       "  metrics           The daemon's Prometheus metrics (text format).\n"
 	       "  reload            Re-read the configuration and wait: fails when wbguardd\n"
 	       "                    refuses the file (the running one stays).\n"
@@ -89,10 +90,12 @@ static void help(void)
 	       "  1  verify: the fallback is missing; flush: the flush failed or timed out in\n"
 	       "     the daemon (the outcome says which); reload: the file was refused;\n"
 	       "     status: the sysctl is unreadable; doctor: a check failed\n"
-	       "  2  usage error; verify: unknown, or the probe could not run\n"
+	       "  2  usage error\n"
 	       "  3  wbguardd is not reachable or refused the request (root only); status:\n"
 	       "     wbguardd is not running\n"
-	       "  4  flush --wait: still flushing when --timeout came\n");
+	       "  4  flush --wait: still flushing when --timeout came\n"
+	       "  5  verify: cannot tell (unknown, or the probe could not run); with 0 and 1,\n"
+	       "     node-problem-detector's OK / NonOK / Unknown for a custom plugin\n");
 }
 
 static void on_signal(int sig)
@@ -141,7 +144,7 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
 	if (k < 0) {
 		if (k == -EINTR)
 			log_error("Interrupted; everything the probe made is removed");
-		return 2;
+		return verify_exit_status(k, WBG_VERDICT_UNKNOWN);
 	}
 	if (json) {
 		struct json_object *j = evidence_json(&r);
@@ -160,7 +163,7 @@ static int verify(bool json, const char *dir, const char *root, double timeout)
 		       (unsigned long long)r.evidence.bdev_dirty_shared_path);
 		printf("probe took %.1f s%s\n", r.seconds, r.saw_flush ? "" : "; the kernel made no foreign flush");
 	}
-	return r.dying_wb == WBG_VERDICT_ACTIVE ? 0 : r.dying_wb == WBG_VERDICT_MISSING ? 1 : 2;
+	return verify_exit_status(0, r.dying_wb);
 }
 
 static void print_daemon(struct json_object *d)

@@ -190,6 +190,7 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 	add_usec(o, "flushed_s", h->t_flushed, h->t_trigger);
 	add_usec(o, "removed_s", h->t_removed, h->t_trigger);
 	add_usec(o, "cleanup_s", h->t_cleanup, h->t_trigger);
+	add_usec(o, "ended_s", h->t_ended, h->t_trigger);
 	if (h->was_watched) {
 		/* on-evidence: how the wait for its dying wb went */
 		json_object_object_add(o, "evidence", json_object_new_int(h->evidence));

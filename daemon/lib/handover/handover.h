@@ -72,6 +72,7 @@ struct wbg_handover {
 	uint64_t inodes_synced, inodes_skipped, inodes_gone, inodes_failed, device_bytes;
 	/* CLOCK_MONOTONIC microseconds; 0 = did not happen */
 	uint64_t t_trigger, t_first_flush, t_flushed, t_removed, t_cleanup;
+	uint64_t t_ended;            /* when it was recorded (wbguardctl handovers' ENDED, AGE) */
 	bool cleanup_done;           /* offline-wb cleanup re-run by the scratch cycle */
 	bool replanned;              /* flushed again at populated 0 after a stop job */
 	bool pending_saved;          /* its pending-<id>.json is on disk */

@@ -78,6 +78,7 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 		lc->world.flusher->pending_drop(lc->world.flusher_data, h->id);
 	lc->stats.by[h->trigger][h->outcome]++;
 	containers_names(lc->containers, h->path, &names);
+	h->t_ended = lc_now(lc);
 	o = handover_to_json(h, &names);
 	json = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 	if (!json)

@@ -365,6 +365,15 @@ int world_json_bool(const char *key)
 	return r;
 }
 
+double world_json_double(const char *key)
+{
+	struct json_object *o, *v = record_field(key, json_type_double, &o);
+	double r = v ? json_object_get_double(v) : -1;
+
+	json_object_put(o);
+	return r;
+}
+
 int64_t world_json_int(const char *key)
 {
 	struct json_object *o, *v = record_field(key, json_type_int, &o);

@@ -111,6 +111,8 @@ bool world_json_has(const char *key);
 int world_json_bool(const char *key);
 /* Its value; -1 when absent or no integer (the record's are counts). */
 int64_t world_json_int(const char *key);
+/* a seconds field (-1: absent) */
+double world_json_double(const char *key);
 /* The field is a string, and this one. */
 bool world_json_string_is(const char *key, const char *value);
 /* A call's index in world.calls. */

@@ -48,6 +48,8 @@ static void test_eager(void)
 	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
 	CHECK(world_json_bool("dying_wb_clean") == 1, "the record says the dying wb was clean");
 	CHECK(world_json_bool("flushed_before_rmdir") == 1, "the record says it was flushed before its rmdir");
+	CHECK(world_json_double("ended_s") >= world_json_double("cleanup_s") && world_json_double("cleanup_s") > 0,
+	      "the record says when it ended, after its cleanup (wbguardctl handovers' ENDED)");
 	CHECK(world.pending_drops == 2, "ended: the pending records are dropped");
 	CHECK(lc.n_active == 0, "ended: nothing active");
 	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2, "counted by trigger and outcome");

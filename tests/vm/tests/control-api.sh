@@ -67,6 +67,9 @@ check "handovers: the API handover is recorded with its trigger" \
 	test "$(jq -r --argjson id "$(jqv /wbg-out/flush.json .handover)" '.[] | select(.id == $id) | .trigger' /wbg-out/handovers.json)" = api
 $ctl handovers >/wbg-out/handovers.txt
 check "handovers: text table" grep -q "api .*flushed.*wbgtest/live" /wbg-out/handovers.txt
+sed 's/^/# /' /wbg-out/handovers.txt | tail -n 3
+check "handovers: when it ended (local time) and its age, sizes in IEC units" \
+	grep -Eq "api +flushed +([0-9.]+ [KMGT]?i?B|-) +[0-9.]+ [KMGT]?i?B +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} +[0-9]+s +.*wbgtest/live" /wbg-out/handovers.txt
 # the runbook's command, as written there, runs on what wbguardctl prints
 filter=$(sed -n "s/.*wbguardctl handovers --json | jq '\(.*\)'\`.*/\1/p" "$WBG_TOP/docs/runbooks.md" | head -1)
 check "the runbook's jq command runs as written (${filter:-none found})" \

@@ -5,14 +5,14 @@
 # claim a record with one (the stall's evidence, the dirtied sets, the
 # per-pod expiry) are refused, named load_refused; the removal programs
 # load. wbguardd then runs as without BPF: every removal is flushed at once
-# (eager), and verify cannot judge the kernel (unknown, exit 2). The hook
+# (eager), and verify cannot judge the kernel (unknown, exit 5). The hook
 # needs nothing of BPF.
 . "$WBG_TOP/tests/vm/lib.sh"
 check "kernel is 5.10" test "$(uname -r | cut -d. -f1,2)" = 5.10
 "$WBG_BUILD/daemon/wbguardctl" verify --json --dir /mnt/ext4 >/wbg-out/verify.json
 rc=$?
 echo "# verify exit $rc: $(jq -c . /wbg-out/verify.json 2>/dev/null | cut -c1-300)"
-check "5.10: verify cannot judge the kernel without its BPF probe (exit 2)" test $rc = 2
+check "5.10: verify cannot judge the kernel without its BPF probe (exit 5)" test $rc = 5
 daemon_start "$WBG_BUILD"
 check "5.10: wbguardd starts" test $? = 0
 scrape_metrics
