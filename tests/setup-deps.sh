@@ -32,7 +32,7 @@ esac
 # tests/deb (lintian), tests/kubernetes (podman, buildah), tests/prometheus.
 LAB="
 llvm clang-tidy cppcheck strace valgrind libcgroup-dev
-qemu-system-x86 qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
+qemu-system-x86 qemu-system-arm qemu-user-static qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3-yaml curl prometheus prometheus-node-exporter
 apache2-utils openssl
 man-db lintian fakeroot
@@ -48,14 +48,15 @@ if [ $resolve = 1 ]; then
 	# apt-get -s: what an install would do, as any user; "E:" names what
 	# cannot be had (no such package, no candidate, a conflict)
 	bad=0
+	# the whole list at once, as the install resolves it: apt names each
+	# package it cannot find ("Unable to locate package X", "Package 'X'
+	# has no installation candidate") and each unmet dependency
 	# shellcheck disable=SC2086
-	for p in $BASE $LAB; do
-		rc=0 && err=$(apt-get -s -q install --no-install-recommends "$p" 2>&1 >/dev/null) || rc=$?
-		if [ $rc -ne 0 ] || echo "$err" | grep -q '^E: '; then
-			echo "setup-deps: $p: $(echo "$err" | grep -m1 '^E: ')" >&2
-			bad=1
-		fi
-	done
+	rc=0 && err=$(apt-get -s -q install --no-install-recommends $BASE $LAB 2>&1 >/dev/null) || rc=$?
+	if [ $rc -ne 0 ] || echo "$err" | grep -q '^E: '; then
+		echo "$err" | grep '^E: \|^ ' | sed 's/^/setup-deps: /' >&2
+		bad=1
+	fi
 	rc=0 && err=$(cd "$top" && apt-get -s -q build-dep --no-install-recommends ./ 2>&1 >/dev/null) || rc=$?
 	if [ $rc -ne 0 ] || echo "$err" | grep -q '^E: '; then
 		echo "setup-deps: debian/control's Build-Depends: $(echo "$err" | grep -m1 '^E: ')" >&2
