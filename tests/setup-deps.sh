@@ -29,14 +29,16 @@ esac
 
 # The lab: tests/vm (qemu, the guests' tools, runtimes), tests/bench,
 # tests/sanitize (clang-tidy, cppcheck, valgrind, libFuzzer's llvm),
-# tests/deb (lintian), tests/kubernetes (podman, buildah), tests/prometheus.
+# tests/deb (lintian), tests/kubernetes (podman, buildah), tests/prometheus,
+# tools/release and tests/release (skopeo; qemu-user-static runs arm64's,
+# arch-test lets mmdebstrap make a foreign-architecture chroot).
 LAB="
 llvm clang-tidy cppcheck strace valgrind libcgroup-dev
 qemu-system-x86 qemu-system-arm qemu-user-static qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3-yaml curl prometheus prometheus-node-exporter
 apache2-utils openssl
 man-db lintian fakeroot
-podman buildah containerd mmdebstrap
+podman buildah containerd mmdebstrap skopeo qemu-user-static arch-test
 python3-grpcio python3-grpc-tools python3-protobuf gcc libc6-dev
 postgresql
 "
