@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/un.h>
 
 #include "wbg-cgroup.h"
+#include "log.h"
 #include "macro.h"
 #include "node-lock.h"
 
@@ -71,14 +73,23 @@ static void agent_parse(const char *text, const char *prefix, struct wbg_agent *
 	*ret = a;
 }
 
+static int lock_path(const char *state_dir, char *path, size_t size)
+{
+	return (size_t)snprintf(path, size, "%s/" WBG_NODE_LOCK_FILE, state_dir) >= size ? -ENAMETOOLONG : 0;
+}
+
+/* 0600: an OFD read lock needs only read access, and conflicts with the
+ * daemon's write lock, so a file others may read is one any local user can
+ * keep every later start from taking. */
 static int open_lock(const char *state_dir, int flags, int *ret_fd)
 {
 	char path[4096];
-	int fd;
+	int fd, r;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/" WBG_NODE_LOCK_FILE, state_dir) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0644);
+	r = lock_path(state_dir, path, sizeof(path));
+	if (r < 0)
+		return r;
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	*ret_fd = fd;
@@ -122,26 +133,110 @@ static int socket_holder(const char *state_dir, struct wbg_agent *ret)
 	return 1;
 }
 
-int node_lock_take(const char *state_dir, const struct wbg_agent *self, int *ret_fd, struct wbg_agent *ret_holder)
+/* Whether a lock on fd's file is a daemon's: the file is ours and nobody
+ * else may write it, so only we could have opened it for writing (a write
+ * lock needs that) or written the holder text in it. */
+static bool lock_file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022);
+}
+
+/* Whether fd is still the file at the lock's path: another start may have
+ * replaced it between our open and our lock. */
+static bool lock_file_current(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* A new lock file, 0600 and locked, moved over the old one: whoever holds
+ * the old inode (a reader's lock from when it was readable, a squatter's)
+ * holds nothing a start opens from now on. */
+static int replace_lock(const char *path, int *ret_fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char tmp[4200];
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0600) < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0 || rename(tmp, path) < 0) {
+		r = -errno;
+		(void)unlink(tmp);
+		return r;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* The lock at path, for us: 0 with its fd, -EBUSY with the holder (a
+ * daemon's write lock), -EAGAIN when the file changed under us (again). */
+static int try_take(const char *state_dir, const char *path, int *ret_fd, struct wbg_agent *ret_holder)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	_cleanup_close_ int fd = -EBADF;
-	char text[512];
+	struct stat st;
 	int r;
 
-	if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
 	r = open_lock(state_dir, O_RDWR | O_CREAT, &fd);
 	if (r < 0)
 		return r;
 	/* an open file description's lock: across pid namespaces (the pod's
 	 * and the host's), never inherited by a child, dropped at death */
 	if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+		struct flock held = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
 		if (errno != EAGAIN && errno != EACCES)
 			return -errno;
-		(void)read_holder(fd, ret_holder);
-		return -EBUSY;
+		if (fcntl(fd, F_OFD_GETLK, &held) < 0)
+			return -errno;
+		if (held.l_type == F_UNLCK)
+			return -EAGAIN; /* released meanwhile */
+		if (held.l_type == F_WRLCK && lock_file_ours(fd)) {
+			(void)read_holder(fd, ret_holder);
+			return -EBUSY;
+		}
+		/* a read lock, or a lock on a file others could write: no
+		 * daemon's claim to the node */
+		log_warning("%s is held by no wbguardd (a %s lock, on a file %s): replacing it", path,
+			    held.l_type == F_RDLCK ? "read" : "write", lock_file_ours(fd) ? "of ours" : "others may write");
+		return replace_lock(path, ret_fd);
 	}
+	if (!lock_file_current(fd, path))
+		return -EAGAIN;
+	/* ours, but others may hold it open from when it was readable (an
+	 * older wbguardd made it 0644): a new inode */
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600)
+		return replace_lock(path, ret_fd);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int node_lock_take(const char *state_dir, const struct wbg_agent *self, int *ret_fd, struct wbg_agent *ret_holder)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char path[4096], text[512];
+	int r = -EAGAIN;
+
+	if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	r = lock_path(state_dir, path, sizeof(path));
+	if (r < 0)
+		return r;
+	/* another start replacing the file between our open and our lock
+	 * makes us try again; a few times is plenty */
+	for (int i = 0; i < 8 && (r = try_take(state_dir, path, &fd, ret_holder)) == -EAGAIN; i++)
+		;
+	if (r < 0)
+		return r;
 	r = socket_holder(state_dir, ret_holder);
 	if (r > 0)
 		return -EBUSY;

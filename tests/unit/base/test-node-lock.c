@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -49,6 +50,48 @@ static int take_in_child(const char *dir, pid_t *ret_pid, char *name, size_t siz
 	*ret_pid = got.pid;
 	snprintf(name, size, "%s", got.name);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A process that holds an OFD read lock on the lock file at path, as uid
+ * (65534: any local user) or root; its pid, or -1 when it could not open
+ * or lock it. It holds it until killed. */
+static pid_t squat(const char *path, uid_t uid)
+{
+	int p[2];
+	char ok = 0;
+	pid_t c;
+
+	if (pipe(p) < 0)
+		return -1;
+	c = fork();
+	if (c == 0) {
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		int fd;
+
+		close(p[0]);
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(1);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
+		if (write(p[1], &ok, 1) != 1 || !ok)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &ok, 1) != 1 || !ok) {
+		waitpid(c, NULL, 0);
+		c = -1;
+	}
+	close(p[0]);
+	return c;
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
 int main(void)
@@ -106,6 +149,40 @@ int main(void)
 		      "a refusal is noted, and read back (the refused one, not the holder)");
 	}
 	snprintf(path, sizeof(path), "%s/" WBG_NODE_LOCK_FILE, dir);
+	CHECK(mode_of(path) == 0600, "the lock file is 0600 (%o): nobody else can open it to lock it", mode_of(path));
+	if (geteuid() != 0)
+		SKIP("a local user's read lock: needs root to be another user");
+	else {
+		pid_t sq = -1;
+		int fd3 = -1;
+
+		/* an older wbguardd's lock file, 0644, that a local user opened
+		 * and read-locked while it was readable */
+		chmod(dir, 0755);
+		CHECK(chmod(path, 0644) == 0 && (sq = squat(path, 65534)) > 0,
+		      "a local user read-locks an older daemon's 0644 lock file");
+		holder = (struct wbg_agent){ 0 };
+		CHECK(node_lock_take(dir, &self, &fd3, &holder) == 0 && fd3 >= 0,
+		      "a start is not stopped by a local user's read lock (the file is replaced)");
+		CHECK(mode_of(path) == 0600, "and the lock file is 0600 again (%o)", mode_of(path));
+		CHECK(take_in_child(dir, &pid, name, sizeof(name)) == 1 && pid == getpid(),
+		      "the replaced file is the one a second daemon is refused on");
+		kill(sq, SIGKILL);
+		waitpid(sq, NULL, 0);
+		CHECK((sq = squat(path, 65534)) == -1, "a local user cannot open the 0600 file to lock it");
+		if (sq > 0) {
+			kill(sq, SIGKILL);
+			waitpid(sq, NULL, 0);
+		}
+		close(fd3);
+		/* a root process's read lock on the 0600 file (no daemon takes
+		 * read locks): no claim to the node either */
+		CHECK((sq = squat(path, 0)) > 0, "root read-locks the 0600 file");
+		CHECK(node_lock_take(dir, &self, &fd3, &holder) == 0, "a start is not stopped by a read lock of root's either");
+		kill(sq, SIGKILL);
+		waitpid(sq, NULL, 0);
+		close(fd3);
+	}
 	unlink(path);
 	CHECK(symlink("/etc/passwd", path) == 0 && node_lock_take(dir, &self, &fd, &holder) == -ELOOP,
 	      "a symlink for the lock file is not followed");
