@@ -23,8 +23,11 @@ check "meson install puts the hook file where Podman reads it" test -s $hooksd/5
 hookpath=$(jq -r .hook.path $hooksd/50-wbguard.json)
 check "and the hook it names is installed there ($hookpath)" test -x "$hookpath"
 # podman on the guest's overlay root: vfs storage (overlay on overlay is
-# refused), cgroupfs (no systemd), no network (none needed)
-P="podman --storage-driver vfs --cgroup-manager cgroupfs --events-backend file --log-level error"
+# refused), cgroupfs (no systemd), no network (none needed), and a storage
+# of its own: the host root's /var/lib/containers may hold a podman
+# database of another graph driver (a host that ran podman itself), which
+# podman refuses ("database configuration mismatch")
+P="podman --root /tmp/wbg-podman/storage --runroot /tmp/wbg-podman/run --storage-driver vfs --cgroup-manager cgroupfs --events-backend file --log-level error"
 mkdir -p /tmp/bb/bin /tmp/bb/data && cp /bin/busybox /tmp/bb/bin/
 for a in sh sleep dd sync cat; do ln -sf busybox /tmp/bb/bin/$a; done
 tar -C /tmp/bb -cf /tmp/bb.tar .
