@@ -31,17 +31,27 @@ static void note(struct lag_tracker *t, double at, double lag)
 		t->per_sec[i] = lag;
 }
 
-void lag_record(struct lag_tracker *t, uint64_t len, double start, double end)
+/* Lag grows while a write is blocked (nothing of it counts as written
+ * yet): sample it at every second boundary it crosses, and at its end. */
+static void blocked(struct lag_tracker *t, double start, double end)
 {
 	double due = lag_next_due(t);
 
-	/* Lag grows while the write is blocked (nothing of it counts as
-	 * written yet): sample it at every second boundary the write crosses.
-	 * At its end the whole write counts. */
 	for (double b = floor(start - t->t0) + 1; t->t0 + b < end; b += 1)
 		note(t, t->t0 + b - 1e-9, t->t0 + b - due);
+}
+
+void lag_record(struct lag_tracker *t, uint64_t len, double start, double end)
+{
+	blocked(t, start, end);
 	t->written += len;
 	note(t, end, end - lag_next_due(t));
+}
+
+void lag_stopped(struct lag_tracker *t, double start, double now)
+{
+	blocked(t, start, now);
+	note(t, now, now - lag_next_due(t));
 }
 
 size_t lag_seconds(const struct lag_tracker *t, double now)

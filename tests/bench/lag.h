@@ -24,5 +24,8 @@ void lag_init(struct lag_tracker *t, double t0, double rate, double *per_sec, si
 double lag_next_due(const struct lag_tracker *t);
 /* A write of len bytes ran from start to end (seconds, same clock as t0). */
 void lag_record(struct lag_tracker *t, uint64_t len, double start, double end);
+/* A write that began at start was still blocked at now, when the writer
+ * was stopped: its lag counts up to now, its bytes do not. */
+void lag_stopped(struct lag_tracker *t, double start, double now);
 /* Seconds covered so far: per_sec[0 .. lag_seconds()-1] are meaningful. */
 size_t lag_seconds(const struct lag_tracker *t, double now);

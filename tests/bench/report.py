@@ -28,6 +28,18 @@ def fmt(s, unit="", digits=1):
     return m
 
 
+def wrote(s):
+    """The median share of its data the new writer wrote."""
+    w = s.get("written_share")
+    return f"{100 * w['median']:.0f}%" if w else "-"
+
+
+def lag(s):
+    """Worst lag; '>' when a run's writer still owed data at its deadline
+    (the stall outlasted the run, so its lag is a lower bound)."""
+    return (">" if s.get("unfinished_runs") else "") + fmt(s["worst_lag_s"], "", 2)
+
+
 def old_handover(runs):
     """wbguardd's handover of the old cgroup, per run (wbguardd columns)."""
     hs = []
@@ -76,6 +88,12 @@ def load_column(d, name, kernel, mode, mit, fs):
         "old_ok": spread([w.get("old_target", {}).get("ok", 0) for w in wb]),
         "old_file_dirty_at_removal_bytes": spread([r["old"]["file_dirty_at_removal"] for r in runs]),
         "completed_runs": sum(1 for r in runs if r["new"]["completed"]),
+        # the share of its data the new writer wrote; below 1 when it was
+        # stopped at its deadline (a stall longer than the run allows)
+        "written_share": spread([r["new"]["bytes_written"] / r["new"]["bytes_due"]
+                                 for r in runs if r["new"].get("bytes_due")]),
+        # runs whose new writer still owed data at its deadline
+        "unfinished_runs": sum(1 for r in runs if not r["new"]["completed"]),
         "old_handover": old_handover(runs),
         "failed_runs": failed,
     }
@@ -176,7 +194,7 @@ def main():
     with open(os.path.join(d, "bench.json"), "w") as f:
         json.dump(result, f, indent=1)
 
-    hdr = f"{'column':34} {'kernel':18} {'worst lag s':>22} {'old -ENOENT':>24} {'old ok':>10} {'append s':>20} {'runs':>5}"
+    hdr = f"{'column':34} {'kernel':18} {'worst lag s':>22} {'old -ENOENT':>24} {'old ok':>10} {'append s':>20} {'wrote':>6} {'runs':>5}"
     print(hdr)
     print("-" * len(hdr))
     for c in cols:
@@ -185,9 +203,9 @@ def main():
             continue
         s = c["summary"]
         ok_runs = len(c["runs"])
-        print(f"{c['name']:34} {str(c['kernel_release']):18} {fmt(s['worst_lag_s'], '', 2):>22} "
+        print(f"{c['name']:34} {str(c['kernel_release']):18} {lag(s):>22} "
               f"{fmt(s['old_enoent'], '', 0):>24} {fmt(s['old_ok'], '', 0):>10} "
-              f"{fmt(s['elapsed_s'], '', 1):>20} {ok_runs:>2}/{ok_runs + s['failed_runs']}")
+              f"{fmt(s['elapsed_s'], '', 1):>20} {wrote(s):>6} {ok_runs:>2}/{ok_runs + s['failed_runs']}")
     for r in result["ratios"]:
         print(f"worst lag {r['column']} / {r['control']}: {r['worst_lag_ratio']}x")
     print(f"results: {os.path.join(d, 'bench.json')}" + (f"  plot: {png}" if png else ""))

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -42,7 +43,7 @@ static struct {
 	const char *dir, *cgroup_root, *name, *json;
 	uint64_t files, parent_max, syncs;
 	double rate_mib, old_secs, new_secs, pause, deadline;
-	bool removed, bpf;
+	bool removed, bpf, here;
 } arg = {
 	.cgroup_root = "/sys/fs/cgroup",
 	.name = "wbstall",
@@ -56,11 +57,15 @@ static struct {
 	.bpf = true,
 };
 
-/* What a writer child reports back through shared memory. */
+/* What a writer child reports back through shared memory, as it goes: a
+ * writer stopped at its deadline while asleep in balance_dirty_pages() has
+ * its lag counted up to the stop by the parent. */
 struct writer_result {
+	struct lag_tracker t;
+	double start, blocked_since; /* blocked_since: a write is under way */
 	uint64_t written;
 	double elapsed, worst;
-	bool completed;
+	bool completed, stopped;
 	size_t n_sec;
 	double per_sec[MAX_SECS];
 };
@@ -85,11 +90,11 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 	uint64_t total = (uint64_t)(arg.rate_mib * (1 << 20) * secs);
 	_cleanup_free_ int *fds = NULL;
 	_cleanup_free_ char *buf = NULL;
-	struct lag_tracker t;
+	struct lag_tracker *t = &res->t;
 	double start;
 	int r;
 
-	r = cg_enter(arg.cgroup_root, cgroup);
+	r = cgroup ? cg_enter(arg.cgroup_root, cgroup) : 0;
 	if (r < 0)
 		return log_error_errno(r, "Cannot join cgroup %s", cgroup);
 	fds = calloc(arg.files, sizeof(int));
@@ -107,17 +112,20 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 	}
 
 	start = mono_now();
-	lag_init(&t, start, arg.rate_mib * (1 << 20), res->per_sec, MAX_SECS);
-	for (uint64_t i = 0; t.written < total; i++) {
+	lag_init(t, start, arg.rate_mib * (1 << 20), res->per_sec, MAX_SECS);
+	res->start = start;
+	for (uint64_t i = 0; t->written < total; i++) {
 		double s;
 
-		mono_sleep_until(lag_next_due(&t), NULL);
+		mono_sleep_until(lag_next_due(t), NULL);
 		s = mono_now();
 		if (s > start + deadline)
 			break;
+		res->blocked_since = s;
 		if (write(fds[i % arg.files], buf, CHUNK) != CHUNK)
 			return log_error_errno(errno, "write");
-		lag_record(&t, CHUNK, s, mono_now());
+		lag_record(t, CHUNK, s, mono_now());
+		res->blocked_since = 0;
 		/* Reopen each file once after its first append, as a writer that
 		 * opens per append (seed 000's dd loop, log shippers) does. On XFS
 		 * only the first dirty close flushes delalloc blocks
@@ -130,28 +138,61 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 		}
 	}
 	res->elapsed = mono_now() - start;
-	res->written = t.written;
-	res->worst = t.worst;
-	res->completed = t.written >= total;
-	res->n_sec = lag_seconds(&t, mono_now());
+	res->written = t->written;
+	res->worst = t->worst;
+	res->completed = t->written >= total;
+	res->n_sec = lag_seconds(t, mono_now());
 	for (uint64_t i = 0; i < arg.files; i++)
 		close(fds[i]);
 	return 0;
 }
 
+/* The deadline holds even for a writer asleep in balance_dirty_pages():
+ * a second past it the writer is killed (a fatal signal ends the throttle
+ * loop) and what it did so far, with the lag of the write it was stuck in,
+ * is the result. So a stall of minutes costs the run its deadline, not
+ * minutes. */
 static int run_writer(const char *cgroup, double secs, double deadline, struct writer_result *res)
 {
 	int status;
-	pid_t pid = fork();
+	double stop = mono_now() + deadline + 1;
+	pid_t pid;
 
+	memset(res, 0, sizeof(*res));
+	pid = fork();
 	if (pid < 0)
 		return log_error_errno(errno, "fork");
 	if (pid == 0)
 		_exit(writer(cgroup, secs, deadline, res) < 0 ? 1 : 0);
-	if (waitpid(pid, &status, 0) < 0)
-		return log_error_errno(errno, "waitpid");
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w < 0)
+			return log_error_errno(errno, "waitpid");
+		if (w == pid)
+			break;
+		if (mono_now() > stop) {
+			double now;
+
+			(void)kill(pid, SIGKILL);
+			if (waitpid(pid, &status, 0) < 0)
+				return log_error_errno(errno, "waitpid");
+			if (res->start == 0)
+				return log_error_errno(ETIMEDOUT, "Writer in %s never started", cgroup ?: "this cgroup");
+			now = mono_now();
+			if (res->blocked_since > 0)
+				lag_stopped(&res->t, res->blocked_since, now);
+			res->stopped = true;
+			res->elapsed = now - res->start;
+			res->written = res->t.written;
+			res->worst = res->t.worst;
+			res->n_sec = lag_seconds(&res->t, now);
+			return 0;
+		}
+		mono_sleep_until(mono_now() + 0.05, NULL);
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return log_error_errno(EIO, "Writer in %s failed", cgroup);
+		return log_error_errno(EIO, "Writer in %s failed", cgroup ?: "this cgroup");
 	return 0;
 }
 
@@ -217,6 +258,64 @@ static void cleanup_files(void)
 		snprintf(p, sizeof(p), "%s/wbstall.%" PRIu64, arg.dir, i);
 		(void)unlink(p);
 	}
+}
+
+/* The new writer's result. */
+static struct json_object *writer_json(const struct writer_result *w)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "bytes_written", json_object_new_uint64(w->written));
+	json_object_object_add(o, "bytes_due", json_object_new_uint64((uint64_t)(arg.rate_mib * (1 << 20) * arg.new_secs)));
+	json_object_object_add(o, "completed", json_object_new_boolean(w->completed));
+	/* killed a second past --deadline, asleep in a write */
+	json_object_object_add(o, "stopped_at_deadline", json_object_new_boolean(w->stopped));
+	json_object_object_add(o, "elapsed_s", json_object_new_double(round(w->elapsed * 1000) / 1000));
+	json_object_object_add(o, "worst_lag_s", json_object_new_double(round(w->worst * 1000) / 1000));
+	json_object_object_add(o, "lag_per_sec", lag_array(w));
+	return o;
+}
+
+static int write_json(struct json_object *j)
+{
+	int r = 0;
+
+	if (arg.json) {
+		if (json_object_to_file_ext(arg.json, j, JSON_C_TO_STRING_PRETTY) < 0)
+			r = log_error_errno(EIO, "Cannot write %s: %s", arg.json, json_util_get_last_err());
+	} else
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+	json_object_put(j);
+	return r;
+}
+
+/* --here: the new writer alone, in this process's own cgroup, the files
+ * left as they are: a container's workload, whose cgroup the runtime made
+ * and removes (a restart in place is two such runs). */
+static int run_here(void)
+{
+	struct writer_result *w = mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct json_object *j, *o;
+	struct utsname u;
+	int r;
+
+	if (w == MAP_FAILED)
+		return log_oom();
+	r = run_writer(NULL, arg.new_secs, arg.deadline, w);
+	if (r < 0)
+		return r;
+	uname(&u);
+	j = json_object_new_object();
+	json_object_object_add(j, "kernel", json_object_new_string(u.release));
+	o = json_object_new_object();
+	json_object_object_add(o, "files", json_object_new_uint64(arg.files));
+	json_object_object_add(o, "rate_mib_s", json_object_new_double(arg.rate_mib));
+	json_object_object_add(o, "new_secs", json_object_new_double(arg.new_secs));
+	json_object_object_add(o, "deadline_secs", json_object_new_double(arg.deadline));
+	json_object_object_add(j, "params", o);
+	json_object_object_add(j, "new", writer_json(w));
+	munmap(w, sizeof(*w));
+	return write_json(j);
 }
 
 static int run(void)
@@ -312,6 +411,7 @@ static int run(void)
 	json_object_object_add(o, "old_secs", json_object_new_double(arg.old_secs));
 	json_object_object_add(o, "new_secs", json_object_new_double(arg.new_secs));
 	json_object_object_add(o, "pause_secs", json_object_new_double(arg.pause));
+	json_object_object_add(o, "deadline_secs", json_object_new_double(arg.deadline));
 	json_object_object_add(j, "params", o);
 
 	o = json_object_new_object();
@@ -321,13 +421,7 @@ static int run(void)
 	json_object_object_add(o, "file_dirty_at_removal", json_object_new_uint64(dirty_rm));
 	json_object_object_add(j, "old", o);
 
-	o = json_object_new_object();
-	json_object_object_add(o, "bytes_written", json_object_new_uint64(nw->written));
-	json_object_object_add(o, "completed", json_object_new_boolean(nw->completed));
-	json_object_object_add(o, "elapsed_s", json_object_new_double(round(nw->elapsed * 1000) / 1000));
-	json_object_object_add(o, "worst_lag_s", json_object_new_double(round(nw->worst * 1000) / 1000));
-	json_object_object_add(o, "lag_per_sec", lag_array(nw));
-	json_object_object_add(j, "new", o);
+	json_object_object_add(j, "new", writer_json(nw));
 
 	if (bpf) {
 		sum.series = json_object_new_array();
@@ -350,14 +444,8 @@ static int run(void)
 	(void)cg_rmdir(arg.cgroup_root, parent, 5000);
 	cleanup_files();
 
-	if (arg.json) {
-		if (json_object_to_file_ext(arg.json, j, JSON_C_TO_STRING_PRETTY) < 0)
-			return log_error_errno(EIO, "Cannot write %s: %s", arg.json, json_util_get_last_err());
-	} else
-		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
-	json_object_put(j);
 	munmap(ow, 2 * sizeof(*ow));
-	return 0;
+	return write_json(j);
 }
 
 static void help(void)
@@ -377,14 +465,16 @@ static void help(void)
 	       "  --cgroup-root PATH   cgroup2 mount (default /sys/fs/cgroup)\n"
 	       "  --name NAME          parent cgroup name (default wbstall)\n"
 	       "  --json FILE          write the result there instead of stdout\n"
-	       "  --no-bpf             do not count cgroup_writeback_by_id() results\n",
+	       "  --no-bpf             do not count cgroup_writeback_by_id() results\n"
+	       "  --here               only the new writer, in this process's cgroup (a container's\n"
+	       "                       workload: run it again in the replacement); no cgroups made\n",
 	       arg.files, arg.rate_mib, arg.old_secs, arg.new_secs, arg.pause);
 }
 
 static int parse_argv(int argc, char **argv)
 {
 	enum { A_FILES = 256, A_RATE, A_PMAX, A_OLD, A_NEW, A_PAUSE, A_DEADLINE, A_MODE, A_SYNCS, A_ROOT,
-	       A_NAME, A_JSON, A_NOBPF, A_DIR };
+	       A_NAME, A_JSON, A_NOBPF, A_DIR, A_HERE };
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },	   { "dir", required_argument, NULL, A_DIR },
 		{ "files", required_argument, NULL, A_FILES }, { "rate", required_argument, NULL, A_RATE },
@@ -393,7 +483,8 @@ static int parse_argv(int argc, char **argv)
 		{ "deadline", required_argument, NULL, A_DEADLINE }, { "mode", required_argument, NULL, A_MODE },
 		{ "syncs", required_argument, NULL, A_SYNCS }, { "cgroup-root", required_argument, NULL, A_ROOT },
 		{ "name", required_argument, NULL, A_NAME },   { "json", required_argument, NULL, A_JSON },
-		{ "no-bpf", no_argument, NULL, A_NOBPF },	   {}
+		{ "no-bpf", no_argument, NULL, A_NOBPF },	   { "here", no_argument, NULL, A_HERE },
+		{}
 	};
 	int c, idx, r = 0;
 
@@ -415,6 +506,7 @@ static int parse_argv(int argc, char **argv)
 		case A_NAME: arg.name = optarg; break;
 		case A_JSON: arg.json = optarg; break;
 		case A_NOBPF: arg.bpf = false; break;
+		case A_HERE: arg.here = true; break;
 		case A_MODE:
 			if (strcmp(optarg, "removed") == 0)
 				arg.removed = true;
@@ -440,11 +532,33 @@ static int parse_argv(int argc, char **argv)
 	return 0;
 }
 
+/* Each writer holds every file open: a thousand files pass the usual soft
+ * limit of 1024 descriptors. */
+static int raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t need = arg.files + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return log_error_errno(errno, "getrlimit(RLIMIT_NOFILE)");
+	if (rl.rlim_cur >= need)
+		return 0;
+	rl.rlim_cur = need;
+	if (rl.rlim_max < need)
+		rl.rlim_max = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return log_error_errno(errno, "--files %" PRIu64 " needs %llu open files, above the limit", arg.files,
+				       (unsigned long long)need);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = parse_argv(argc, argv);
 
 	if (r < 0)
 		return 2;
-	return run() < 0 ? 1 : 0;
+	if (raise_nofile() < 0)
+		return 1;
+	return (arg.here ? run_here() : run()) < 0 ? 1 : 0;
 }

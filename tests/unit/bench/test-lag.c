@@ -33,5 +33,16 @@ int main(void)
 	CHECK_NEAR(t.worst, 3.25, 1e-6, "worst lag is kept");
 	CHECK(lag_seconds(&t, 105.6) == 6, "six seconds covered");
 	CHECK(lag_seconds(&t, 500) == 10, "seconds covered are bounded by the array");
+
+	/* A writer stopped while a write is blocked (its deadline passed in
+	 * balance_dirty_pages): the lag counts up to the stop, the write's
+	 * bytes do not. */
+	lag_init(&t, 0.0, mib, per_sec, 10);
+	lag_record(&t, mib, 0.0, 0.1);
+	lag_stopped(&t, 1.0, 4.5);
+	CHECK_NEAR(per_sec[2], 2.0, 1e-6, "stopped: second 2 ends 2 s behind");
+	CHECK_NEAR(per_sec[4], 3.5, 1e-6, "stopped: the stop is 3.5 s behind");
+	CHECK_NEAR(t.worst, 3.5, 1e-6, "stopped: worst lag is at the stop");
+	CHECK(t.written == (uint64_t)mib, "stopped: the blocked write's bytes do not count");
 	return tap_done();
 }
