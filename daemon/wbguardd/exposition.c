@@ -40,6 +40,21 @@ static void write_textfile(FILE *f, const struct manager *m)
 		       wbstats_read_failures);
 }
 
+/* [metrics] nfd_features_file's writes, when it is set. */
+static void write_nfd(FILE *f, const struct manager *m)
+{
+	if (!m->nfd_writer)
+		return;
+	metric_counter(f, "wbguard_nfd_features_writes_total",
+		       "node-feature-discovery feature file writes done (off the event loop): a label changed, or "
+		       "the file's expiry was renewed.",
+		       textfile_written(m->nfd_writer));
+	metric_counter(f, "wbguard_nfd_features_errors_total",
+		       "node-feature-discovery feature file writes that failed (logged, naming the file; tried "
+		       "again at the next renewal).",
+		       textfile_errors(m->nfd_writer));
+}
+
 /* NRI's connection, when [nri] enable: whether it is synchronized, how
  * often it connected, each kind of request, each kind of failure. */
 static void write_nri(FILE *f, const struct manager *m)
@@ -79,6 +94,7 @@ static void write_node(FILE *f, const struct manager *m)
 	flush_pool_metrics(f, m->pool);
 	records_metrics(f, &m->records);
 	write_textfile(f, m);
+	write_nfd(f, m);
 	watch_systemd_metrics(f, &m->systemd);
 	metric_value(f, "wbguard_mitigation_active", "gauge", "1 when wbguardd flushes for removed cgroups.",
 		     m->mitigating);

@@ -6,12 +6,14 @@
  * lifecycle's world and the reload, which all ask for a refresh.
  */
 #include <inttypes.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 
 #include "wbg-kernel.h"
 #include "wbg-handover.h"
 #include "wbg-base.h"
+#include "wbg-metrics.h"
 #include "manager.h"
 
 void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret)
@@ -63,8 +65,32 @@ void manager_refresh_verdict(struct manager *m)
 	}
 	lifecycle_set_mitigating(&m->lifecycle, m->mitigating);
 	manager_stall_events_update(m);
-	if (m->ready)
+	if (m->ready) {
 		manager_notify_status(m);
+		manager_nfd_update(m, m->mitigating);
+	}
+}
+
+/* Handed to the writer's thread, never written on the loop (a stalled disk
+ * would stall it); a failed write is logged and counted there, and made
+ * again at the next renewal. */
+void manager_nfd_update(struct manager *m, bool guarded)
+{
+	struct wbg_nfd_labels l = { .dying_wb_fallback = wbg_verdict_to_string(m->verdicts.dying_wb), .guarded = guarded };
+	struct timespec now;
+	char *text;
+	int r;
+
+	if (!m->nfd_writer)
+		return;
+	/* the file's expiry-time is the node's wall clock, as nfd-worker
+	 * compares it */
+	clock_gettime(CLOCK_REALTIME, &now);
+	r = nfd_features_update(&m->nfd, &l, (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000, &text);
+	if (r < 0)
+		log_warning_errno(r, "Cannot make the node-feature-discovery labels");
+	else if (r > 0)
+		textfile_submit(m->nfd_writer, m->cfg.metrics_nfd_features, text);
 }
 
 /* systemctl status's line: what it does now, not that it started. Sent at

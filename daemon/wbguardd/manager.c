@@ -428,6 +428,10 @@ int manager_start(struct manager *m)
 	r = textfile_new(&m->textfile);
 	if (r < 0)
 		return log_error_errno(r, "Cannot start the metrics textfile writer");
+	/* labels for others to schedule by: without them wbguardd works on */
+	if (m->cfg.metrics_nfd_features[0] &&
+	    (r = textfile_new_named("node-feature-discovery feature file", nfd_features_write, &m->nfd_writer)) < 0)
+		log_warning_errno(r, "Cannot start the node-feature-discovery feature file's writer; no labels");
 	if (m->cfg.metrics_web_config[0]) {
 		struct wbg_web_config web;
 		char err[256];
@@ -469,6 +473,7 @@ int manager_start(struct manager *m)
 	probe_http_publish(&m->probes); /* ready now, not at the next beat */
 	(void)sd_notify(false, "READY=1");
 	manager_notify_status(m);
+	manager_nfd_update(m, m->mitigating);
 	return 0;
 }
 
@@ -506,9 +511,13 @@ struct manager *manager_free(struct manager *m)
 	m->inotify_source = sd_event_source_disable_unref(m->inotify_source);
 	m->pool_source = sd_event_source_disable_unref(m->pool_source);
 	host_stop(&m->host);
+	/* not guarding any more (the kernel's verdict stays true): handed over
+	 * first, so that both files are written at once */
+	manager_nfd_update(m, false);
 	if (m->event)
 		metrics_textfile_update(m, true);
 	textfile_free(m->textfile, 2ULL * 1000 * 1000); /* a stalled disk does not hold the exit */
+	textfile_free(m->nfd_writer, 2ULL * 1000 * 1000);
 	flush_pool_free(m->pool);
 	watch_done(&m->watch);
 	registry_free(&m->reg);

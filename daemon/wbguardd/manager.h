@@ -26,6 +26,7 @@
 #include "probe-http.h"
 #include "wbg-cgroup.h"
 #include "wbg-kernel.h"
+#include "wbg-metrics.h"
 #include "series.h"
 #include "watch-systemd.h"
 
@@ -68,6 +69,10 @@ struct manager {
 	struct wbg_config_watch config_watch;
 	struct wbg_textfile *textfile;
 	uint64_t textfile_written_usec;
+	/* [metrics] nfd_features_file's writer (NULL: unset) and what it
+	 * was last handed */
+	struct wbg_textfile *nfd_writer;
+	struct wbg_nfd_features nfd;
 	uint64_t cleanup_seq, api_calls;
 	/* how late its timers fire: what a tenant's load does to every
 	 * caller the loop answers (hook calls, probes, scrapes) */
@@ -104,6 +109,9 @@ void manager_stall_events_update(struct manager *m);
 const char *manager_stall_evidence(const struct manager *m);
 /* Refreshed verdicts' would-be values, changing nothing (Verify). */
 void manager_probe_verdict(const struct manager *m, struct wbg_verdicts *ret);
+/* node-feature-discovery's labels, the verdict and guarded, to their file
+ * when one changed or its expiry is due (manager-verdict.c). */
+void manager_nfd_update(struct manager *m, bool guarded);
 
 /* The control API (manager-api.c). A cgroup is named by its path under the
  * cgroupfs root ("a/b" or "/a/b"), never a path of its own. FlushCgroup

@@ -56,7 +56,9 @@ daemon_start() {
 		{ [ -n "$conf" ] && cat "$conf"; printf '\n[flush]\nmode = %s\n' "$WBG_FLUSH_MODE"; } >/tmp/wbg-mode.conf
 		set -- "$@" --config /tmp/wbg-mode.conf
 	fi
-	"$b/daemon/wbguardd" --log-level=info "$@" >"$log" 2>&1 &
+	# WBG_DAEMON_WRAP: a command it runs under (setpriv with the
+	# DaemonSet's capability set, in expiry-bench)
+	${WBG_DAEMON_WRAP:-} "$b/daemon/wbguardd" --log-level=info "$@" >"$log" 2>&1 &
 	DAEMON=$!
 	i=0
 	while ! grep -q '^info: Watching' "$log" && [ $i -lt 300 ]; do

@@ -107,11 +107,17 @@ int write_string_file_at(int dirfd, const char *path, const char *s)
 int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode)
 {
 	char tmp[PATH_MAX];
-	size_t n = strlen(s);
-	int fd, r = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
+	return write_file_atomic_via(path, tmp, s, sync, mode);
+}
+
+int write_file_atomic_via(const char *path, const char *tmp, const char *s, bool sync, mode_t mode)
+{
+	size_t n = strlen(s);
+	int fd, r = 0;
+
 	/* a new file, never one that is there: a temporary a crash left is
 	 * removed first, and a symlink put in its place (the state
 	 * directory may be a hostPath) is removed, not written through */

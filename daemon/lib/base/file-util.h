@@ -22,6 +22,9 @@ int write_string_file_at(int dirfd, const char *path, const char *s);
 /* Replaces path with s whole: written to path.tmp (fsync'ed when sync),
  * then renamed, so a crash leaves the old file or the new one. */
 int write_file_atomic(const char *path, const char *s, bool sync, mode_t mode);
+/* The same through the temporary tmp, which must be in path's directory
+ * (a reader of the directory that skips dot files needs a dot file). */
+int write_file_atomic_via(const char *path, const char *tmp, const char *s, bool sync, mode_t mode);
 
 /* Whether /proc/kallsyms (path given, for tests) lists the symbol. */
 int kallsyms_has(const char *path, const char *symbol);

@@ -136,6 +136,10 @@ static const struct wbg_conf_key keys[] = {
 	  .doc = "/livez and /readyz answered by a thread of their own (root's and our user's peers), or off." },
 	{ .section = "metrics", .key = "textfile", .type = WBG_CONF_TEXTFILE, .offset = F(metrics_textfile), .size = S(metrics_textfile),
 	  .flags = WBG_CONF_RESTART, .doc = "A node_exporter textfile written atomically; empty: none." },
+	{ .section = "metrics", .key = "nfd_features_file", .type = WBG_CONF_FEATURE_FILE, .offset = F(metrics_nfd_features),
+	  .size = S(metrics_nfd_features), .flags = WBG_CONF_RESTART,
+	  .doc = "node-feature-discovery's local feature file for this node's labels (the kernel's dying-wb fallback, "
+		 "guarded), written atomically when they change; empty: none." },
 	{ .section = "metrics", .key = "series_retention_sec", .def = "120", .type = WBG_CONF_SECONDS, .offset = F(departed_retention_usec), .min = 1, .max = 86400,
 	  .flags = WBG_CONF_RESTART, .doc = "A released cgroup's series stay this long." },
 	{ .section = "metrics", .key = "per_cgroup", .def = "yes", .type = WBG_CONF_BOOL, .offset = F(metrics_per_cgroup),
@@ -326,6 +330,13 @@ int conf_key_set(const struct wbg_conf_key *k, struct wbg_config *c, const char 
 		if (strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom") != 0)
 			return -EINVAL;
 		return parse_path(v, true, field, k->size);
+	case WBG_CONF_FEATURE_FILE:
+		if (!*v)
+			return *(char *)field = 0, 0;
+		/* nfd-worker skips dot files (its writers' temporaries) */
+		if (v[0] != '/' || v[strlen(v) - 1] == '/' || strrchr(v, '/')[1] == '.')
+			return -EINVAL;
+		return parse_path(v, true, field, k->size);
 	case WBG_CONF_PASSES:
 		r = parse_uint(v, (unsigned)k->min, (unsigned)k->max, &u);
 		return r < 0 ? r : set_passes(c, key + 7, u);
@@ -388,6 +399,8 @@ const char *conf_key_expect(const struct wbg_conf_key *k, char *buf, size_t size
 		return "ADDRESS:PORT (IPv6 as [ADDRESS]:PORT) or off";
 	case WBG_CONF_TEXTFILE:
 		return "an absolute path ending in .prom, or empty";
+	case WBG_CONF_FEATURE_FILE:
+		return "an absolute path whose file name does not start with '.', or empty";
 	case WBG_CONF_NAME:
 		return "a name of letters, digits, '-', '_' and '.'";
 	}
@@ -427,6 +440,7 @@ const char *conf_key_format(const struct wbg_conf_key *k, const struct wbg_confi
 	case WBG_CONF_CGROUP_PATH:
 	case WBG_CONF_FSTYPES:
 	case WBG_CONF_TEXTFILE:
+	case WBG_CONF_FEATURE_FILE:
 	case WBG_CONF_USERS:
 	case WBG_CONF_NAME:
 		snprintf(buf, size, "%s", (const char *)field);

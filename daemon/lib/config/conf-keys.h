@@ -26,6 +26,7 @@ enum wbg_conf_type {
 	WBG_CONF_FSTYPES,        /* filesystem type globs */
 	WBG_CONF_LISTEN,         /* ADDRESS:PORT, [V6]:PORT, or off */
 	WBG_CONF_TEXTFILE,       /* an absolute path ending in .prom, or "" */
+	WBG_CONF_FEATURE_FILE,   /* an absolute path to a file whose name is no dot file, or "" */
 	WBG_CONF_PASSES,         /* passes_FSTYPE: syncfs passes per filesystem type */
 	WBG_CONF_USERS,          /* user names or numeric uids, separated by spaces */
 	WBG_CONF_NAME,           /* letters, digits, '-', '_' and '.', into a char[] */

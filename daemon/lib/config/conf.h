@@ -90,6 +90,7 @@ struct wbg_config {
 	char metrics_probe_listen[64]; /* the probes' own listener, the same way */
 	char metrics_allow_users[256]; /* who may GET /metrics; "" = everyone */
 	char metrics_textfile[256]; /* node_exporter textfile, "" = none */
+	char metrics_nfd_features[256]; /* node-feature-discovery's feature file, "" = none */
 	char metrics_web_config[256]; /* exporter-toolkit web config (TLS, basic auth), "" = plain HTTP */
 	uint64_t departed_retention_usec; /* a released cgroup's series stay this long */
 	/* [nri] */

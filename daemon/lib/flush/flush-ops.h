@@ -47,10 +47,9 @@ enum flush_inode_how { FLUSH_INODE_FSYNC, FLUSH_INODE_START, FLUSH_INODE_WRITE_W
 int flush_inodes(int mount_fd, const char *fstype, const struct wbg_inode_key *v, size_t n, enum flush_inode_how how,
 		 struct wbg_flush_stats *st);
 
-/* Whether this process may open files by handle at all: a handle of path
- * (a directory on a filesystem that has them) opened again. 0: yes;
- * -EPERM: refused (no CAP_DAC_READ_SEARCH, or a seccomp filter such as
- * RuntimeDefault's); -EOPNOTSUPP: that filesystem has no handles. */
+/* Whether this process may open files by handle at all (path: a directory
+ * to open the probe's handle against). 0: yes; -EPERM: refused (no
+ * CAP_DAC_READ_SEARCH, or a seccomp filter); -EOPNOTSUPP: no such call. */
 int flush_probe_handles(const char *path);
 
 /* sync_file_range(SYNC_FILE_RANGE_WRITE) on the device node, which must be

@@ -196,6 +196,8 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 		json_object_object_add(o, "evidence", json_object_new_int(h->evidence));
 		json_object_object_add(o, "evidence_flushes", json_object_new_int(h->flushes));
 		add_usec(o, "evidence_s", h->t_evidence, h->t_trigger);
+		if (h->watch_ended)
+			json_object_object_add(o, "watch_ended", json_object_new_string(h->watch_ended));
 	}
 	json_object_object_add(o, "flushed_before_rmdir",
 			       json_object_new_boolean(h->t_flushed && (!h->t_removed || h->t_flushed <= h->t_removed)));

@@ -86,6 +86,8 @@ struct wbg_handover {
 	bool evidence_pending;       /* evidence came during a flush or within reflush_sec of one */
 	bool quiet;                  /* no wb_stats: no stall for LC_QUIET_USEC after a flush */
 	bool expired;                /* flushed because watch_max_age_sec passed undrained */
+	bool wb_listed;              /* the last wb_stats read still listed a wb of it (inodes attached) */
+	const char *watch_ended;     /* why its watch ended (lifecycle-watch.c), for the record */
 	unsigned evidence;           /* foreign dirtyings of its inodes seen (events) */
 	unsigned flushes;            /* flushes started while watched */
 	uint64_t t_watch_added, t_watch, t_last_flush;

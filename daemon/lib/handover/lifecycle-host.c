@@ -140,13 +140,13 @@ static int host_cleanup(void *userdata)
 	return scratch_cycle(h->scratch, ++h->cleanup_seq);
 }
 
-static int host_dirty_cgroups(void *userdata, uint64_t **ret, size_t *ret_n)
+static int host_census(void *userdata, struct wbg_wb_census *ret)
 {
 	struct wbg_lifecycle_host *h = userdata;
 
 	if (!h->debugfs)
 		return -ENOENT;
-	return wbstats_dirty_cgroups(h->debugfs, ret, ret_n);
+	return wbstats_census(h->debugfs, ret);
 }
 
 static int host_arm(void *userdata, uint64_t cgroup_id, bool stall_only)
@@ -176,7 +176,7 @@ const struct wbg_kernel_ops lifecycle_host_kernel_ops = {
 	.read_dirty = host_read_dirty,
 	.has_children = host_has_children,
 	.cleanup = host_cleanup,
-	.dirty_cgroups = host_dirty_cgroups,
+	.census = host_census,
 	.arm = host_arm,
 	.disarm = host_disarm,
 	.forget = host_forget,

@@ -138,16 +138,20 @@ void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f);
 /* The watch's next look at usec, or sooner. */
 void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec);
 struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
-/* A watched one at the tick (known: wb_stats could say; dirty: the dirty
- * set): a drain, a flush due, its max age, or LC_NO_FACT. */
-struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
-			    size_t n, uint64_t now);
+/* What one wb_stats read said of a cgroup's wbs: known (it could say),
+ * dirty (one has dirty IO), listed (one is still on the list: inodes still
+ * attached to it). */
+struct wbg_wb_look {
+	bool known, dirty, listed;
+};
+struct wbg_wb_look lc_wb_look(int census_result, const struct wbg_wb_census *c, uint64_t cgroup_id);
+/* A watched one at the tick: a drain, a flush due, its max age, or
+ * LC_NO_FACT. */
+struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_wb_look w, uint64_t now);
 /* Evidence for a watched one: EVIDENCE, [soon] when not now (a flush
  * runs, the last was too recent, or the cap is used up). */
 struct wbg_fact lc_watch_evidence(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_inode_key *inode,
 				 uint64_t now);
 struct wbg_fact lc_watch_released(struct wbg_handover *h);
-/* After the verify batch's wb_stats read (known: it could say; dirty:
- * whether a dying wb of h is): the event that follows. */
-struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
-				 uint64_t now);
+/* After the verify batch's wb_stats read: the event that follows. */
+struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_wb_look w, uint64_t now);

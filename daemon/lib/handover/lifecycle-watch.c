@@ -11,7 +11,13 @@
  * (the stall's first sign: BPF on writeback:track_foreign_dirty, one event
  * per arming) is the removed cgroup's own data flushed, at once (EVIDENCE),
  * and the cleanup re-run. A wb still dirty after that is watched again
- * (VERIFIED [watch_again]); a second flush waits reflush_sec after the first. Where
+ * (VERIFIED [watch_again]); a second flush waits reflush_sec after the first.
+ * A wb clean but still listed in wb_stats has inodes attached (a writer
+ * that kept dirtying them kept the kernel's cleanup off them): the watch
+ * goes on, the cleanup re-run every drain_after_sec, until the kernel has
+ * moved them to a live wb and the dying wb is off the list ("moved"); a
+ * clean look alone would end it while the next foreign flush still fails.
+ * Where
  * wb_stats cannot say whether it is still dirty (before 6.10), a flushed
  * cgroup is watched for the stall itself until LC_QUIET_USEC pass without
  * it. watch_max_age_sec ends every watch: one never flushed is flushed
@@ -117,6 +123,25 @@ static enum wbg_watch_end watch_end(const struct wbg_handover *h, struct wbg_fac
 	return WBG_WATCH_END_DROPPED; /* released, stopping, or a step that must not happen */
 }
 
+/* Why the watch ended, for the record. */
+static const char *watch_why(const struct wbg_handover *h, struct wbg_fact f)
+{
+	switch (f.event) {
+	case WBG_EVENT_RELEASED:
+		return "released"; /* the cgroup freed: its wbs with it */
+	case WBG_EVENT_AGED:
+		return "max_age";
+	case WBG_EVENT_VERIFIED:
+		if (f.guards & WBG_GUARD_DIRTY)
+			return "max_age";
+		return h->verify < 0 ? "quiet" /* no wb_stats: no stall for a while */
+		       : h->wb_listed ? "max_age_attached"
+				      : "moved";
+	default:
+		return "stopped";
+	}
+}
+
 /* Out of the table, its end counted by how the fact ended it. */
 static void watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f)
 {
@@ -124,6 +149,7 @@ static void watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struc
 
 	if (i < 0)
 		return;
+	h->watch_ended = watch_why(h, f);
 	lc->watch.v[i] = lc->watch.v[--lc->watch.n];
 	h->watch = false;
 	share_give(&lc->watch.share, h->watch_pooled);
@@ -185,13 +211,28 @@ void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f)
 	}
 }
 
-struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, bool dirty,
-				 uint64_t now)
+struct wbg_wb_look lc_wb_look(int census_result, const struct wbg_wb_census *c, uint64_t cgroup_id)
 {
-	bool young = now - h->t_watch_added < lc->params.watch.max_age_usec;
+	if (census_result < 0)
+		return (struct wbg_wb_look){ .known = false };
+	return (struct wbg_wb_look){ .known = true,
+				     .dirty = wbstats_set_has(c->dirty, c->n_dirty, cgroup_id),
+				     .listed = wbstats_set_has(c->listed, c->n_listed, cgroup_id) };
+}
 
+struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_wb_look w, uint64_t now)
+{
+	bool young = now - h->t_watch_added < lc->params.watch.max_age_usec, known = w.known, dirty = w.dirty;
+
+	h->wb_listed = known && w.listed;
 	if (known && !dirty) {
 		h->verify = 1;
+		/* clean, but its inodes not all moved yet: watched until they
+		 * are (the cleanup again after drain_after_sec) */
+		if (w.listed && h->watch && young) {
+			h->t_watch = now;
+			return fact(WBG_EVENT_VERIFIED, WBG_GUARD_WATCH_AGAIN);
+		}
 		return fact(WBG_EVENT_VERIFIED, 0);
 	}
 	if (known) {
@@ -220,21 +261,23 @@ struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover 
 
 /* A watched one: drained, due for a flush, past its max age, or still
  * waiting (0). */
-static struct wbg_fact watch_look(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
-				 size_t n, uint64_t now)
+static struct wbg_fact watch_look(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_wb_look w, uint64_t now)
 {
 	const struct wbg_watch_params *p = &lc->params.watch;
-	bool drained;
+	bool known = w.known, drained, old = now - h->t_watch_added >= p->max_age_usec;
 
+	/* clean: cleaned up at once the first time; clean but still listed
+	 * after a cleanup (inodes attached), again after drain_after_sec,
+	 * or at its max age for the last look */
 	if (known)
-		drained = !wbstats_set_has(dirty, n, h->cgroup_id);
+		drained = !w.dirty && (!w.listed || !h->cleanup_done || old || now - h->t_watch >= p->drain_after_usec);
 	else if (h->flushes)
 		drained = h->quiet = now - h->t_watch >= LC_QUIET_USEC;
 	else
 		drained = now - h->t_watch >= p->drain_after_usec;
 	if (drained)
 		return fact(WBG_EVENT_DRAINED, 0);
-	if (now - h->t_watch_added < p->max_age_usec)
+	if (!old)
 		return LC_NO_FACT;
 	if (h->flushes) {
 		/* flushed, and still dirty or stalling at max age: a tenant's
@@ -271,14 +314,13 @@ static bool evidence_rate_take(struct wbg_lifecycle *lc, const struct wbg_handov
 	return false;
 }
 
-struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, bool known, const uint64_t *dirty,
-			    size_t n, uint64_t now)
+struct wbg_fact lc_watch_due(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_wb_look w, uint64_t now)
 {
 	if (h->evidence_pending && h->phase != WBG_PHASE_FLUSHING &&
 	    now - h->t_last_flush >= lc->params.watch.reflush_usec && evidence_rate_take(lc, h, now))
 		return fact(WBG_EVENT_EVIDENCE, 0);
 	if (h->phase == WBG_PHASE_WATCHED)
-		return watch_look(lc, h, known, dirty, n, now);
+		return watch_look(lc, h, w, now);
 	return LC_NO_FACT;
 }
 

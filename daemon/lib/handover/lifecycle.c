@@ -268,18 +268,18 @@ static void run_cleanup(struct wbg_lifecycle *lc)
  * all of them whether a dying wb of theirs still has dirty IO. */
 static void run_verify(struct wbg_lifecycle *lc, uint64_t now)
 {
-	_cleanup_free_ uint64_t *dirty = NULL;
-	size_t n = 0;
-	int r = lc->world.kernel->dirty_cgroups(lc->world.kernel_data, &dirty, &n);
+	struct wbg_wb_census c = { 0 };
+	int r = lc->world.kernel->census(lc->world.kernel_data, &c);
 
 	if (r == -ENOMEM)
 		log_oom();
 	while (lc->verify_head && lc->verify_head->verify_due <= now) {
 		struct wbg_handover *h = lc->verify_head;
-		bool is_dirty = r >= 0 && wbstats_set_has(dirty, n, h->cgroup_id);
 
-		lc_run(lc, h, lc_watch_verified(lc, h, r >= 0, is_dirty, now), NULL);
+		lc_run(lc, h, lc_watch_verified(lc, h, lc_wb_look(r, &c, h->cgroup_id), now), NULL);
 	}
+	if (r >= 0)
+		wbstats_census_done(&c);
 }
 
 static void timed_out(struct wbg_lifecycle *lc, struct wbg_handover *h)
@@ -298,19 +298,21 @@ static void timed_out(struct wbg_lifecycle *lc, struct wbg_handover *h)
  * are. */
 static void watch_tick(struct wbg_lifecycle *lc, uint64_t now)
 {
-	_cleanup_free_ uint64_t *dirty = NULL;
-	size_t n = 0;
-	bool known;
+	struct wbg_wb_census c = { 0 };
+	int r;
 
 	lc->watch.due = 0;
 	if (lc->watch.n == 0)
 		return;
-	known = lc->world.kernel->dirty_cgroups(lc->world.kernel_data, &dirty, &n) >= 0;
+	r = lc->world.kernel->census(lc->world.kernel_data, &c);
 	/* backwards: a step that ends one moves the last entry, already
 	 * looked at, into its place */
 	for (size_t i = lc->watch.n; i-- > 0;)
 		if (i < lc->watch.n)
-			lc_run(lc, lc->watch.v[i], lc_watch_due(lc, lc->watch.v[i], known, dirty, n, now), NULL);
+			lc_run(lc, lc->watch.v[i], lc_watch_due(lc, lc->watch.v[i], lc_wb_look(r, &c, lc->watch.v[i]->cgroup_id), now),
+			       NULL);
+	if (r >= 0)
+		wbstats_census_done(&c);
 	if (lc->watch.n)
 		lc_watch_at(lc, now + LC_WATCH_TICK_USEC);
 }

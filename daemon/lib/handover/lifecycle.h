@@ -33,6 +33,7 @@
 #include "handover.h"
 #include "wbg-metrics.h"
 #include "pending.h"
+#include "wbg-kernel.h"
 #include "wbg-base.h"
 #include "wbg-cgroup.h"
 
@@ -88,9 +89,9 @@ struct wbg_kernel_ops {
 	/* One scratch memcg cycle: the kernel re-runs its offline-wb cleanup
 	 * (-EOPNOTSUPP: none here). */
 	int (*cleanup)(void *userdata);
-	/* Cgroup inodes with a wb with dirty IO, sorted, malloc'ed (wb_stats);
-	 * -ENOENT when the kernel cannot say. */
-	int (*dirty_cgroups)(void *userdata, uint64_t **ret, size_t *ret_n);
+	/* wb_stats: the cgroup inodes with a wb with dirty IO and with a wb
+	 * listed at all (wbstats.h); -ENOENT when the kernel cannot say. */
+	int (*census)(void *userdata, struct wbg_wb_census *ret);
 	/* BPF: one evidence event for a watched cgroup at the next foreign
 	 * dirtying or -ENOENT foreign flush (stall_only: at the next -ENOENT
 	 * only); forget: what it dirtied is no longer needed. */

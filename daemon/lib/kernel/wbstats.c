@@ -91,24 +91,45 @@ uint64_t wbstats_read_failures;
  * grows to what the file holds (read_small_fd). */
 #define WB_STATS_MAX (64u << 20)
 
-int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n)
+static uint64_t *sorted_ids(const struct wbg_dirty_wb *wbs, size_t n, bool dirty_only, size_t *ret_n)
+{
+	uint64_t *v = calloc(n + 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!dirty_only || wbs[i].dirty)
+			v[k++] = wbs[i].cg_ino;
+	qsort(v, k, sizeof(*v), cmp_leading_u64);
+	*ret_n = k;
+	return v;
+}
+
+int wbstats_census(const char *debugfs, struct wbg_wb_census *ret)
 {
 	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
-	uint64_t *v;
+	struct wbg_wb_census c = { 0 };
 	size_t n = 0;
-	int r = wbstats_dirty_wbs(debugfs, &wbs, &n);
+	int r = wbstats_wbs(debugfs, true, &wbs, &n);
 
 	if (r < 0)
 		return r;
-	v = calloc(n + 1, sizeof(*v));
-	if (!v)
+	c.dirty = sorted_ids(wbs, n, true, &c.n_dirty);
+	c.listed = sorted_ids(wbs, n, false, &c.n_listed);
+	if (!c.dirty || !c.listed) {
+		wbstats_census_done(&c);
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		v[i] = wbs[i].cg_ino;
-	qsort(v, n, sizeof(*v), cmp_leading_u64);
-	*ret = v;
-	*ret_n = n;
+	}
+	*ret = c;
 	return 0;
+}
+
+void wbstats_census_done(struct wbg_wb_census *c)
+{
+	free(c->dirty);
+	free(c->listed);
+	*c = (struct wbg_wb_census){ 0 };
 }
 
 bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
@@ -133,7 +154,7 @@ static bool bdi_dev(const char *path, unsigned *ret_major, unsigned *ret_minor)
 	return true;
 }
 
-int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
+int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t *ret_n)
 {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
@@ -168,7 +189,9 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 		any = true;
 		has_dev = bdi_dev(g.gl_pathv[i], &maj, &min);
 		for (size_t k = 0; k < n; k++) {
-			if (!wb_stat_has_dirty_io(&v[k]))
+			bool dirty = wb_stat_has_dirty_io(&v[k]);
+
+			if (!dirty && !all)
 				continue;
 			if (n_out == cap) {
 				struct wbg_dirty_wb *a = realloc(out, (cap = cap ? cap * 2 : 16) * sizeof(*a));
@@ -180,6 +203,8 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 				out = a;
 			}
 			out[n_out++] = (struct wbg_dirty_wb){ .cg_ino = v[k].cg_ino,
+							     .dirty = dirty,
+							     .dirty_bytes = (v[k].reclaimable_kb + v[k].writeback_kb) << 10,
 							     .has_dev = has_dev,
 							     .major = maj,
 							     .minor = min };
@@ -197,11 +222,19 @@ int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *re
 	return 0;
 }
 
+int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
+{
+	return wbstats_wbs(debugfs, false, ret, ret_n);
+}
+
 int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)
 {
-	_cleanup_free_ uint64_t *dirty = NULL;
-	size_t n = 0;
-	int r = wbstats_dirty_cgroups(debugfs, &dirty, &n);
+	struct wbg_wb_census c = { 0 };
+	int r = wbstats_census(debugfs, &c);
 
-	return r < 0 ? r : !wbstats_set_has(dirty, n, cg_ino);
+	if (r < 0)
+		return r;
+	r = !wbstats_set_has(c.dirty, c.n_dirty, cg_ino);
+	wbstats_census_done(&c);
+	return r;
 }

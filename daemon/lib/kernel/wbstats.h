@@ -21,19 +21,32 @@ bool wb_stat_has_dirty_io(const struct wbg_wb_stat *s);
  * when one does, -ENOENT when the kernel has no wb_stats (before 6.10 or
  * debugfs not mounted). */
 int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino);
-/* The same for a batch: the cgroup inodes with a wb with dirty IO, sorted
- * (malloc'ed; NULL when none), from one read of each bdi's wb_stats. */
-int wbstats_dirty_cgroups(const char *debugfs, uint64_t **ret, size_t *ret_n);
+/* The same for a batch, from one read of each bdi's wb_stats: the cgroup
+ * inodes with a wb with dirty IO, and those with a wb listed at all, each
+ * sorted (malloc'ed). A dying wb stays on bdi->wb_list until its last
+ * reference goes, and every inode attached to it holds one: listed means
+ * the kernel has not moved all of the removed cgroup's inodes to a live wb
+ * yet; gone from the list, it has (or they were evicted). */
+struct wbg_wb_census {
+	uint64_t *dirty, *listed;
+	size_t n_dirty, n_listed;
+};
+int wbstats_census(const char *debugfs, struct wbg_wb_census *ret);
+void wbstats_census_done(struct wbg_wb_census *c);
 bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino);
 
-/* A wb with dirty IO, and the device its bdi is named by (has_dev false
- * when the name is not a device number). */
+/* A wb, and the device its bdi is named by (has_dev false when the name is
+ * not a device number); dirty_bytes: its WbReclaimable and WbWriteback. */
 struct wbg_dirty_wb {
 	uint64_t cg_ino;
+	bool dirty;
+	uint64_t dirty_bytes;
 	bool has_dev;
 	unsigned major, minor;
 };
 /* A bdi whose wb_stats cannot be read (too large, unparsable) fails the
- * whole read (counted in wbstats_read_failures): unknown, never drained. */
+ * whole read (counted in wbstats_read_failures): unknown, never drained.
+ * all: every wb; otherwise those with dirty IO (wbstats_dirty_wbs). */
+int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t *ret_n);
 int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n);
 extern uint64_t wbstats_read_failures;

@@ -16,6 +16,7 @@ struct wbg_textfile {
 	char *path, *text; /* in hand, not yet taken by the thread */
 	bool busy, stop;
 	bool orphaned; /* textfile_free gave up on it: the thread frees it when back */
+	const char *what; /* static: "metrics textfile", ... */
 	int (*write)(const char *path, const char *text);
 	uint64_t written, replaced, errors;
 };
@@ -48,7 +49,7 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&t->lock);
 		r = t->write(path, text);
 		if (r < 0)
-			log_warning_errno(r, "Cannot write the metrics textfile %s", path);
+			log_warning_errno(r, "Cannot write the %s %s", t->what, path);
 		free(path);
 		free(text);
 		pthread_mutex_lock(&t->lock);
@@ -80,12 +81,18 @@ int textfile_new(struct wbg_textfile **ret)
 
 int textfile_new_with(int (*write)(const char *path, const char *text), struct wbg_textfile **ret)
 {
+	return textfile_new_named("metrics textfile", write, ret);
+}
+
+int textfile_new_named(const char *what, int (*write)(const char *path, const char *text), struct wbg_textfile **ret)
+{
 	struct wbg_textfile *t = calloc(1, sizeof(*t));
 	int r;
 
 	if (!t)
 		return -ENOMEM;
 	t->write = write;
+	t->what = what;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	r = pthread_create(&t->thread, NULL, run, t);
@@ -119,10 +126,16 @@ void textfile_submit(struct wbg_textfile *t, const char *path, char *text)
 void textfile_free(struct wbg_textfile *t, uint64_t wait_usec)
 {
 	struct timespec until;
+	const char *what;
+	pthread_t thread;
 	bool done;
 
 	if (!t)
 		return;
+	/* once orphaned, t is the thread's to free: nothing of it is read
+	 * after the unlock */
+	what = t->what;
+	thread = t->thread;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += (time_t)(wait_usec / 1000000);
 	until.tv_nsec += (long)(wait_usec % 1000000) * 1000;
@@ -141,11 +154,11 @@ void textfile_free(struct wbg_textfile *t, uint64_t wait_usec)
 	if (!done) {
 		/* stuck in the kernel on a stalled disk: we exit without it,
 		 * and it frees t if it ever comes back */
-		log_warning("The metrics textfile is still being written; not waiting for it");
-		pthread_detach(t->thread);
+		log_warning("The %s is still being written; not waiting for it", what);
+		pthread_detach(thread);
 		return;
 	}
-	pthread_join(t->thread, NULL);
+	pthread_join(thread, NULL);
 	destroy(t);
 }
 

@@ -18,6 +18,9 @@ int textfile_new(struct wbg_textfile **ret);
 /* The same with another writer than write_file_atomic's (a test's stalled
  * disk). */
 int textfile_new_with(int (*write)(const char *path, const char *text), struct wbg_textfile **ret);
+/* ... and what the file is, for the failures' messages ("Cannot write the
+ * WHAT PATH"), when it is not the metrics textfile. */
+int textfile_new_named(const char *what, int (*write)(const char *path, const char *text), struct wbg_textfile **ret);
 /* Hands over text (malloc'ed; freed here) to be written to path. */
 void textfile_submit(struct wbg_textfile *t, const char *path, char *text);
 /* Waits up to wait_usec for what is in hand to be written, then stops the

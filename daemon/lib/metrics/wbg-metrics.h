@@ -4,5 +4,6 @@
 #pragma once
 
 #include "metrics.h"
+#include "nfd-features.h"
 #include "process-metrics.h"
 #include "textfile.h"

@@ -167,6 +167,16 @@ int main(void)
 	CHECK(parse(&c, "[metrics]\ntextfile = /var/lib/node_exporter/wbguard.prom\n") == 0 &&
 		      strcmp(c.metrics_textfile, "/var/lib/node_exporter/wbguard.prom") == 0,
 	      "textfile path");
+	CHECK(parse(&c, "[metrics]\nnfd_features_file = /etc/kubernetes/node-feature-discovery/features.d/.wbguard\n") < 0 &&
+		      strstr(last_err, "does not start with '.'"),
+	      "an NFD feature file that is a dot file (nfd-worker skips those) rejected");
+	CHECK(parse(&c, "[metrics]\nnfd_features_file = features.d/wbguard\n") < 0 &&
+		      parse(&c, "[metrics]\nnfd_features_file = /etc/kubernetes/node-feature-discovery/features.d/\n") < 0,
+	      "a relative NFD feature file, or a directory, rejected");
+	CHECK(parse(&c, "[metrics]\nnfd_features_file = /etc/kubernetes/node-feature-discovery/features.d/wbguard\n") == 0 &&
+		      strcmp(c.metrics_nfd_features, "/etc/kubernetes/node-feature-discovery/features.d/wbguard") == 0 &&
+		      parse(&c, "[metrics]\nnfd_features_file =\n") == 0 && !c.metrics_nfd_features[0],
+	      "NFD feature file path; empty: none");
 	config_done(&c);
 
 	/* Drop-ins override the main file in lexical order; a bad drop-in

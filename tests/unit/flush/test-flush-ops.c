@@ -13,6 +13,12 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "flush-ops.h"
 #include "wbg-base.h"
@@ -77,6 +83,63 @@ static void special_files(const char *dir, int mnt, const char *fstype)
 		snprintf(path, sizeof(path), "%s/%s", dir, nodes[i].name);
 		unlink(path);
 	}
+}
+
+/* The probe in a child that first refuses one system call with EPERM
+ * through a seccomp filter (nr >= 0), as the runtimes' default profiles
+ * do, or drops CAP_DAC_READ_SEARCH (nr < 0). The filter does not check the
+ * architecture: the child makes only native calls. Returns the probe's
+ * result, or 1 if the child could not set itself up. */
+static int probe_in_child(const char *path, long nr)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (nr >= 0) {
+			struct sock_filter f[] = {
+				BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+				BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+				BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+				BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+			};
+			struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+				_exit(1);
+		} else {
+			struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+			struct __user_cap_data_struct data[2];
+
+			if (syscall(SYS_capget, &hdr, data) < 0)
+				_exit(1);
+			data[0].effective &= ~(1U << CAP_DAC_READ_SEARCH);
+			if (syscall(SYS_capset, &hdr, data) < 0)
+				_exit(1);
+		}
+		_exit(-flush_probe_handles(path));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return 1;
+	return -WEXITSTATUS(status);
+}
+
+/* The probe says what a flush will meet: open_by_handle_at allowed or
+ * refused, whatever else the profile refuses. */
+static void probe(void)
+{
+	const char *root = "/sys/fs/cgroup";
+
+	if (geteuid() != 0 || flush_probe_handles(root) != 0) {
+		SKIP("not root with CAP_DAC_READ_SEARCH: the probe's checks");
+		return;
+	}
+	CHECK(probe_in_child(root, SYS_name_to_handle_at) == 0,
+	      "probe: allowed where only name_to_handle_at is refused (RuntimeDefault with CAP_DAC_READ_SEARCH, "
+	      "without CAP_SYS_ADMIN)");
+	CHECK(probe_in_child(root, SYS_open_by_handle_at) == -EPERM, "probe: refused by seccomp");
+	CHECK(probe_in_child(root, -1) == -EPERM, "probe: refused without CAP_DAC_READ_SEARCH");
+	CHECK(probe_in_child("/nonexistent", -1) == -ENOENT, "probe: a path that does not exist is said");
 }
 
 int main(void)
@@ -146,5 +209,6 @@ int main(void)
 	close(fd);
 	unlink(path);
 	rmdir(dir);
+	probe();
 	return tap_done();
 }

@@ -106,16 +106,37 @@ static int cmp(const void *a, const void *b)
 	return p < q ? -1 : p > q;
 }
 
-static int f_dirty_cgroups(void *u, uint64_t **ret, size_t *ret_n)
+static uint64_t *sorted(const uint64_t *v, size_t n)
 {
+	uint64_t *s = calloc(n + 1, sizeof(uint64_t));
+
+	if (s) {
+		memcpy(s, v, n * sizeof(uint64_t));
+		qsort(s, n, sizeof(uint64_t), cmp);
+	}
+	return s;
+}
+
+/* A dirty wb is listed too; wb_listed adds clean ones still listed. */
+static int f_census(void *u, struct wbg_wb_census *ret)
+{
+	uint64_t all[16];
+	size_t n = 0;
+
 	if (world.no_wbstats)
 		return -ENOENT;
-	*ret = calloc(world.n_wb_dirty + 1, sizeof(uint64_t));
-	if (!*ret)
+	for (size_t i = 0; i < world.n_wb_dirty; i++)
+		all[n++] = world.wb_dirty[i];
+	for (size_t i = 0; i < world.n_wb_listed; i++)
+		all[n++] = world.wb_listed[i];
+	*ret = (struct wbg_wb_census){ .dirty = sorted(world.wb_dirty, world.n_wb_dirty),
+				       .n_dirty = world.n_wb_dirty,
+				       .listed = sorted(all, n),
+				       .n_listed = n };
+	if (!ret->dirty || !ret->listed) {
+		wbstats_census_done(ret);
 		return -ENOMEM;
-	memcpy(*ret, world.wb_dirty, world.n_wb_dirty * sizeof(uint64_t));
-	qsort(*ret, world.n_wb_dirty, sizeof(uint64_t), cmp);
-	*ret_n = world.n_wb_dirty;
+	}
 	return 0;
 }
 
@@ -203,7 +224,7 @@ static const struct wbg_kernel_ops kernel_ops = {
 	.read_dirty = f_read_dirty,
 	.has_children = f_has_children,
 	.cleanup = f_cleanup,
-	.dirty_cgroups = f_dirty_cgroups,
+	.census = f_census,
 	.arm = f_arm,
 	.disarm = f_disarm,
 	.forget = f_forget,

@@ -48,7 +48,9 @@ struct world {
 	int cleanup_result;
 	uint64_t wb_dirty[8];
 	size_t n_wb_dirty;
-	bool no_wbstats; /* before 6.10: dirty_cgroups cannot say */
+	uint64_t wb_listed[8]; /* clean wbs still listed: inodes attached */
+	size_t n_wb_listed;
+	bool no_wbstats; /* before 6.10: census cannot say */
 	unsigned armed, disarmed, forgotten;
 	uint64_t last_armed;
 	bool last_arm_stall_only;

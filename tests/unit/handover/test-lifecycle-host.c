@@ -125,8 +125,8 @@ static void test_kernel_ops(void)
 {
 	const struct wbg_kernel_ops *k = &lifecycle_host_kernel_ops;
 	struct fixture f;
-	uint64_t dirty = 0, wb = 0, *ids = NULL;
-	size_t n = 0;
+	uint64_t dirty = 0, wb = 0;
+	struct wbg_wb_census c = { 0 };
 	char debugfs[128];
 
 	fixture_init(&f);
@@ -139,14 +139,15 @@ static void test_kernel_ops(void)
 	CHECK(!k->has_children(&f.host, "pod/ctr"), "a leaf has none");
 	CHECK(!k->has_children(&f.host, "gone"), "a removed cgroup has none");
 	CHECK(k->cleanup(&f.host) == -EOPNOTSUPP, "no scratch cgroup: no cleanup cycle");
-	CHECK(k->dirty_cgroups(&f.host, &ids, &n) == -ENOENT, "no debugfs: wb_stats cannot say");
+	CHECK(k->census(&f.host, &c) == -ENOENT, "no debugfs: wb_stats cannot say");
 	snprintf(debugfs, sizeof(debugfs), "%s/debug", f.dir);
 	mkdirs(f.dir, "debug/bdi/254:0");
 	test_put(f.dir, "debug/bdi/254:0/wb_stats", wb_stats_text);
 	f.host.debugfs = debugfs;
-	CHECK(k->dirty_cgroups(&f.host, &ids, &n) == 0, "wb_stats read from the host's debugfs");
-	CHECK(n == 1 && ids[0] == 4242, "only the cgroup whose wb has dirty IO (%zu)", n);
-	free(ids);
+	CHECK(k->census(&f.host, &c) == 0, "wb_stats read from the host's debugfs");
+	CHECK(c.n_dirty == 1 && c.dirty[0] == 4242, "dirty: only the cgroup whose wb has dirty IO (%zu)", c.n_dirty);
+	CHECK(wbstats_set_has(c.listed, c.n_listed, 4242) && c.n_listed > c.n_dirty, "listed: every wb (%zu)", c.n_listed);
+	wbstats_census_done(&c);
 	fixture_done(&f);
 }
 

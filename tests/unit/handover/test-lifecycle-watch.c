@@ -36,6 +36,7 @@ static void test_drain(void)
 	CHECK(world.forgotten == 1, "drained: its BPF set forgotten");
 	CHECK(lc.watch.n == 0, "drained: out of the table");
 	CHECK(lc.watch.stats.ended[WBG_WATCH_END_DRAINED] == 1, "drained: counted as drained");
+	CHECK(world_json_string_is("watch_ended", "moved"), "its record: off wb_stats' list, the inodes moved");
 	teardown();
 }
 
@@ -451,6 +452,56 @@ static void test_stop_in_cleanup(void)
 	}
 }
 
-WORLD_MAIN(test_drain, test_evidence, test_evidence_cap, test_evidence_tenant, test_max_age,
+/* A flush and the cleanup leave the dying wb clean but still listed in
+ * wb_stats: inodes still attached to it (a writer kept dirtying them while
+ * the kernel's cleanup ran). The watch goes on, the cleanup re-run after
+ * drain_after, until the wb is off the list; the record says it ended
+ * because the kernel moved them. At max age without that: ended, said. */
+static void test_attached(void)
+{
+	for (int moved = 0; moved < 2; moved++) {
+		struct wbg_handover *h;
+		const char *owner = NULL;
+		uint64_t id;
+
+		setup(true);
+		dying_wb_dirty(61);
+		h = watched(61, "k/att");
+		id = h->id;
+		world.now += S;
+		CHECK(lifecycle_evidence(&lc, 61, NULL, &owner) == 0 && world.n_sub == 1, "evidence: flushed");
+		world.n_wb_dirty = 0;
+		world.wb_listed[0] = 61;
+		world.n_wb_listed = 1;
+		job_done(id, 0);
+		advance(world.now + 2 * S);
+		CHECK(world.ended == 0 && h->phase == WBG_PHASE_WATCHED,
+		      "clean but its wb still listed after the cleanup: watched again, not ended");
+		CHECK(world.cleanups == 1, "one cleanup so far");
+		advance(world.now + 30 * S);
+		CHECK(world.cleanups == 1 && world.ended == 0, "clean and listed: no second cleanup before drain_after");
+		if (moved) {
+			advance(world.now + 31 * S);
+			CHECK(world.cleanups == 2, "after drain_after: the cleanup again");
+			world.n_wb_listed = 0;
+			advance(world.now + 61 * S);
+			CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "off the list: ended, flushed");
+			CHECK(world_json_string_is("watch_ended", "moved"), "its record: the kernel moved its inodes");
+			CHECK(world_json_bool("dying_wb_clean") == 1, "its record: clean");
+		} else {
+			for (int i = 0; i < 12 && !world.ended; i++)
+				advance(world.now + 30 * S);
+			CHECK(world_recorded(1, WBG_OUTCOME_FLUSHED), "still listed at max age: ended");
+			CHECK(world_json_string_is("watch_ended", "max_age_attached"),
+			      "its record: ended at max age with inodes still attached");
+			CHECK(world.cleanups >= 3 && world.cleanups <= 7, "a cleanup every drain_after meanwhile (%u)",
+			      world.cleanups);
+		}
+		CHECK(lc.watch.n == 0, "out of the table");
+		teardown();
+	}
+}
+
+WORLD_MAIN(test_attached, test_drain, test_evidence, test_evidence_cap, test_evidence_tenant, test_max_age,
 	   test_late_job, test_no_wbstats, test_bounds, test_flush_requests, test_stop_keeps,
 	   test_stop_in_cleanup)

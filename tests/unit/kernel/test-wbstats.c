@@ -70,17 +70,24 @@ int main(void)
 	{
 		/* a debugfs tree with two bdis: one read answers a batch */
 		char dir[] = "/tmp/wbg-wbstats-XXXXXX", p[256];
-		uint64_t *set = NULL;
-		size_t k = 0;
 
 		CHECK(mkdtemp(dir) != NULL, "temporary debugfs");
 		put_bdi(dir, "8:0", text); /* 4242 dirty */
 		put_bdi(dir, "8:16", "WbCgIno: 99\nb_dirty: 0\nb_io: 1\nstate: 1\n\nWbCgIno: 7\nb_dirty: 0\nstate: 1\n");
-		CHECK(wbstats_dirty_cgroups(dir, &set, &k) == 0 && k == 2 && set[0] == 99 && set[1] == 4242,
-		      "dirty set over both bdis, sorted");
-		CHECK(wbstats_set_has(set, k, 4242) && !wbstats_set_has(set, k, 7) && !wbstats_set_has(set, k, 1),
-		      "membership");
-		free(set);
+		{
+			struct wbg_wb_census c = { 0 };
+
+			CHECK(wbstats_census(dir, &c) == 0 && c.n_dirty == 2 && c.dirty[0] == 99 && c.dirty[1] == 4242,
+			      "dirty set over both bdis, sorted");
+			CHECK(wbstats_set_has(c.dirty, c.n_dirty, 4242) && !wbstats_set_has(c.dirty, c.n_dirty, 7) &&
+				      !wbstats_set_has(c.dirty, c.n_dirty, 1),
+			      "membership");
+			CHECK(c.n_listed == 4 && c.listed[0] == 1 && c.listed[1] == 7 && c.listed[2] == 99 &&
+				      c.listed[3] == 4242,
+			      "listed: every wb, clean ones too (7: clean, inodes still attached)");
+			CHECK(!wbstats_set_has(c.listed, c.n_listed, 8), "a cgroup with no wb listed: its inodes moved");
+			wbstats_census_done(&c);
+		}
 		CHECK(wbstats_cgroup_clean(dir, 7) == 1 && wbstats_cgroup_clean(dir, 99) == 0, "one cgroup's answer");
 		{
 			struct wbg_dirty_wb *w = NULL;
@@ -94,6 +101,9 @@ int main(void)
 				b |= w[i].cg_ino == 55 && !w[i].has_dev;
 			}
 			CHECK(a, "a bdi named by its device number");
+			for (size_t i = 0; i < nw; i++)
+				if (w[i].cg_ino == 4242)
+					CHECK(w[i].dirty && w[i].dirty_bytes == (51200ULL + 1024) << 10, "its dirty bytes: WbReclaimable and WbWriteback");
 			CHECK(b, "a bdi with another name has no device");
 			free(w);
 		}
@@ -106,11 +116,11 @@ int main(void)
 			mkdir(p, 0755);
 			snprintf(p, sizeof(p), "%s/bdi/8:32/wb_stats", dir);
 			CHECK(mkdir(p, 0755) == 0, "a bdi whose wb_stats is not readable (a directory)");
-			set = NULL;
-			CHECK(wbstats_dirty_cgroups(dir, &set, &k) < 0 && wbstats_cgroup_clean(dir, 7) < 0,
+			struct wbg_wb_census c = { 0 };
+
+			CHECK(wbstats_census(dir, &c) < 0 && wbstats_cgroup_clean(dir, 7) < 0,
 			      "an unreadable bdi makes the read fail (unknown), not drained");
 			CHECK(wbstats_read_failures > failures, "counted");
-			free(set);
 		}
 		snprintf(p, sizeof(p), "rm -rf %s", dir);
 		CHECK(system(p) == 0, "cleanup");

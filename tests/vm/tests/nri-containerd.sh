@@ -13,6 +13,9 @@
 #  d. its removal through the CRI is recorded with its pod's names;
 #  e. a containerd restart while a pod runs: the connection closes,
 #     wbguardd connects again and is synchronized with what runs.
+#  f-h. units/kubernetes/daemonset.yaml's pod started through the CRI as the
+#     kubelet starts it, seccomp RuntimeDefault and all: a container
+#     restarted in place, a pod's own expiry (tests/vm/daemonset-cri.sh).
 . "$WBG_TOP/tests/vm/lib.sh"
 . "$WBG_TOP/tests/vm/oci.sh"
 export WBG_FLUSH_MODE=eager
@@ -250,6 +253,10 @@ check "e. wbguard_nri_connections_total >= 2 ($(metric wbguard_nri_connections_t
 cri down "$pod2" , pods >/wbg-out/pods-2.txt 2>>/wbg-out/cri-errors.txt
 check "CRI: web-2 stopped and removed after the restart" sh -c "[ $? = 0 ] && [ -n '$pod2' ] && [ ! -s /wbg-out/pods-2.txt ]"
 daemon_stop
+echo "# nri-containerd a-e: $(since "$t0") s in the guest"
+
+# f-h: the DaemonSet's pod through this containerd's CRI (the guest shared)
+. "$WBG_TOP/tests/vm/daemonset-cri.sh"
 kill -TERM $cd_pid
 wait $cd_pid
 echo "# nri-containerd: $(since "$t0") s in the guest"
