@@ -81,13 +81,19 @@ static void write_nri(FILE *f, const struct manager *m)
 		fprintf(f, "wbguard_nri_errors_total{error=\"%s\"} %" PRIu64 "\n", nri_error_to_string(e), st.errors[e]);
 }
 
+static bool watched(const void *lc, uint64_t cgroup_id)
+{
+	return lifecycle_watching(lc, cgroup_id);
+}
+
 /* What wbguardd knows of the node and of its own work: /metrics and the
  * textfile alike. */
 static void write_node(FILE *f, const struct manager *m)
 {
 	uint64_t too_long = 0;
 	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
-						.per_cgroup = m->cfg.metrics_per_cgroup, .too_long = &too_long };
+						.per_cgroup = m->cfg.metrics_per_cgroup, .too_long = &too_long,
+						.debugfs = m->debugfs, .watched = watched, .watched_userdata = &m->lifecycle };
 
 	lifecycle_metrics(f, &m->lifecycle);
 	watch_metrics(f, &m->watch);

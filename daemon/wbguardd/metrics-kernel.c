@@ -153,6 +153,53 @@ static int write_prog(const char *name, bool ok, const char *why, void *userdata
 /* The kernel's side, from the BPF counters: exact node-wide totals, then
  * the per-cgroup series. A family is left out when its program is not
  * attached, so a missing counter never reads as zero. */
+/* The bytes still dirty on dying wbs, from the kernel's own accounting
+ * (wb_stats' WbReclaimable and WbWriteback, 6.10+) of the wbs whose cgroup
+ * was removed and is not yet released: per device, and per removed cgroup
+ * while wbguardd watches it. What its replacement's writes can wait behind
+ * on a kernel without the dying-wb fallback; 0 rows where none is dirty,
+ * no family where wb_stats cannot say. */
+static void write_dying(FILE *f, const struct wbg_kernel_view *m)
+{
+	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
+	struct metric_rows dev = { 0 }, cg = { 0 };
+	size_t n = 0;
+	int r = 0;
+
+	if (!m->debugfs || wbstats_dirty_wbs(m->debugfs, &wbs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		char labels[48];
+
+		if (!series_cgroup_dying(m->series, wbs[i].cg_ino))
+			continue;
+		if (wbs[i].has_dev) {
+			snprintf(labels, sizeof(labels), "device=\"%u:%u\"", wbs[i].major, wbs[i].minor);
+			r = metric_rows_add(&dev, labels, (double)wbs[i].dirty_bytes);
+		}
+		if (r >= 0 && m->per_cgroup && m->watched && m->watched(m->watched_userdata, wbs[i].cg_ino)) {
+			_cleanup_free_ char *id = cgroup_labels(m, wbs[i].cg_ino);
+
+			if (id)
+				r = metric_rows_add(&cg, id, (double)wbs[i].dirty_bytes);
+		}
+	}
+	if (r < 0) {
+		metric_rows_free(&dev);
+		metric_rows_free(&cg);
+		return;
+	}
+	metric_family(f, "wbguard_dying_wb_dirty_bytes", "gauge",
+		      "Bytes dirty or under writeback on the dying wbs of removed cgroups, per device (wb_stats).");
+	metric_rows_write(f, "wbguard_dying_wb_dirty_bytes", &dev);
+	if (m->per_cgroup) {
+		metric_family(f, "wbguard_cgroup_dying_wb_dirty_bytes", "gauge",
+			      "Bytes dirty or under writeback on a watched removed cgroup's dying wbs (wb_stats).");
+		metric_rows_write(f, "wbguard_cgroup_dying_wb_dirty_bytes", &cg);
+	} else
+		metric_rows_free(&cg);
+}
+
 void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 {
 	struct stats_rows cs = { .m = m };
@@ -164,6 +211,7 @@ void metrics_write_kernel(FILE *f, const struct wbg_kernel_view *m)
 		      "group, attach_failed; idle: attached only while it has "
 		      "work, as the per-folio expiry program while no pod has a per-pod expiry; the log says more).");
 	(void)wbg_bpf_foreach_program(m->bpf, write_prog, f);
+	write_dying(f, m);
 	if (!m->bpf || wbg_bpf_totals(m->bpf, t) < 0)
 		return;
 	if (m->per_cgroup && (attached(m, "path_bdp") || attached(m, "path_switch")) &&

@@ -21,6 +21,10 @@ struct wbg_kernel_view {
 	const struct wbg_series *series;
 	const struct wbg_containers *containers;
 	bool per_cgroup; /* [metrics] per_cgroup: the per-cgroup families at all */
+	const char *debugfs; /* NULL: no wb_stats, no dying-wb gauges */
+	/* whether wbguardd watches that removed cgroup's dying wb now */
+	bool (*watched)(const void *userdata, uint64_t cgroup_id);
+	const void *watched_userdata;
 	uint64_t *too_long; /* out: per-cgroup series left out of this scrape (path over WBG_LABEL_PATH_MAX) */
 };
 

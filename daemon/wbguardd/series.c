@@ -89,6 +89,13 @@ void series_released(struct wbg_series *s, uint64_t id)
 		timer_arm_once(s->timer, now + s->retention_usec);
 }
 
+bool series_cgroup_dying(const struct wbg_series *s, uint64_t id)
+{
+	const struct wbg_departed_entry *d = departed_find(&s->departed, id);
+
+	return d && !d->released;
+}
+
 const char *series_cgroup_path(const struct wbg_series *s, uint64_t id)
 {
 	const struct wbg_cgroup *c = registry_find_id(s->reg, id);

@@ -34,6 +34,9 @@ void series_stop(struct wbg_series *s);
 void series_departed(struct wbg_series *s, uint64_t id, const char *path);
 /* The kernel released it (cgroup_release). */
 void series_released(struct wbg_series *s, uint64_t id);
+/* Removed and not yet released by the kernel: a dying memcg, whose wbs
+ * may still hold inodes. */
+bool series_cgroup_dying(const struct wbg_series *s, uint64_t id);
 /* The path of a cgroup tracked now or removed lately, for labels; NULL if
  * unknown. */
 const char *series_cgroup_path(const struct wbg_series *s, uint64_t id);
