@@ -89,6 +89,13 @@ int config_watch_start(struct wbg_config_watch *w, sd_event *event, const char *
 	if (r < 0)
 		return log_error_errno(r, "Cannot add the configuration reload timer");
 	r = sd_event_add_inotify(event, &w->dir_source, w->dir, MASK, on_event, w);
+	if (r == -ENOENT) {
+		/* a build's default path with nothing installed there: the
+		 * defaults run, nothing is wrong */
+		log_info("No %s: running on the defaults; a configuration made there later takes SIGHUP or a restart",
+			 w->dir);
+		return 0;
+	}
 	if (r < 0) {
 		log_warning_errno(r, "Cannot watch %s: configuration changes wait for SIGHUP", w->dir);
 		return 0;

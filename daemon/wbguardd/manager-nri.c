@@ -52,7 +52,7 @@ static int op_connect(void *userdata, int *ret_fd)
 static void op_container(void *userdata, const struct wbg_nri_container *c)
 {
 	struct manager *m = userdata;
-	const char *keys[4], *values[4];
+	const char *keys[5], *values[5];
 	char why[256];
 	size_t n = 0;
 	int r;
@@ -65,6 +65,8 @@ static void op_container(void *userdata, const struct wbg_nri_container *c)
 		keys[n] = "io.kubernetes.pod.name", values[n++] = c->pod;
 		keys[n] = "io.kubernetes.pod.namespace", values[n++] = c->namespace;
 	}
+	if (*c->pod_uid)
+		keys[n] = "io.kubernetes.pod.uid", values[n++] = c->pod_uid;
 	if (*c->name)
 		keys[n] = "io.kubernetes.container.name", values[n++] = c->name;
 	if (c->dirty_expire)

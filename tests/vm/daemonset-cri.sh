@@ -26,7 +26,7 @@ echo +memory >/sys/fs/cgroup/kubepods/burstable/cgroup.subtree_control
 rm -f /run/wbguard/handovers.jsonl
 # the admin lets the logger pod ask for its own expiry; nothing else added
 "$WBG_TOP/tests/vm/pod-to-cri" "$ds_manifest" /tmp/ds --image localhost/wbg-busybox:1 --bind-userland \
-	--extra-conf '[policy "kubepods/burstable/pod-uid-logger"]
+	--extra-conf '[policy "kubepods/burstable/pod-uid-logger/*"]
 allow_annotation = yes' || echo "pod-to-cri failed" >>/wbg-out/cri-errors.txt
 cp /tmp/ds/pod.json /wbg-out/ds-pod.json; cp /tmp/ds/ctr.json /wbg-out/ds-ctr.json
 t=$(cut -d' ' -f1 /proc/uptime)
@@ -127,11 +127,6 @@ echo "# g. worst lag: restarted in place ${lag_db:-?} s, never-removed control $
 check "g. the container restarted in place through the CRI (stop, remove, create, start)" sh -c "[ -n '$dbctr1' ] && [ -n '$lag_db' ] && [ -n '$lag_ctl' ]"
 check "g. the replacement's worst lag (${lag_db:-?} s) is within the never-removed control's (${lag_ctl:-?} s, + 1 s)" \
 	awk -v a="${lag_db:-999}" -v b="${lag_ctl:-0}" 'BEGIN {exit !(a <= b + 1)}'
-await_record "\"cgroup\":\"kubepods/burstable/pod-uid-db/$dbctr0\""
-rec=$(grep "\"cgroup\":\"kubepods/burstable/pod-uid-db/$dbctr0\"" /run/wbguard/handovers.jsonl | tail -1)
-echo "# g. app's first container: $rec" | cut -c1-500
-check "g. the removed container's record: pod db, namespace shop, container app (from NRI)" \
-	test "$(echo "$rec" | jq -r '"\(.namespace)/\(.pod)/\(.container)"' 2>/dev/null)" = "shop/db/app"
 cri down "$dbpod" 2>>/wbg-out/cri-errors.txt
 
 # h. the logger (256 KiB a second, a 2 s expiry asked by annotation)
@@ -157,6 +152,17 @@ check "h. the logger's annotation taken from NRI and its data written back by th
 check "h. ... by its own inodes: no syncfs of the neighbours' filesystem, no handle fallback" \
 	sh -c "[ '${sf1:-x}' = '${sf0:-y}' ] && [ '$(metric wbguard_flush_handle_fallbacks_total)' = 0 ]"
 cri down "$lgpod" 2>>/wbg-out/cri-errors.txt
+
+# g's record: its watch ends when the kernel has moved the removed
+# container's inodes off its dying wb (its record then says "moved"), which
+# can take a drain_after_sec (60 s) after its writer stopped dirtying them
+await_record "\"cgroup\":\"kubepods/burstable/pod-uid-db/$dbctr0\"" 900
+rec=$(grep "\"cgroup\":\"kubepods/burstable/pod-uid-db/$dbctr0\"" /run/wbguard/handovers.jsonl | tail -1)
+echo "# g. app's first container: $rec" | cut -c1-600
+check "g. the removed container's record: pod db, namespace shop, container app (from NRI)" \
+	test "$(echo "$rec" | jq -r '"\(.namespace)/\(.pod)/\(.container)"' 2>/dev/null)" = "shop/db/app"
+check "g. ... its watch ended when the kernel had moved its inodes to a live wb ($(echo "$rec" | jq -r .watch_ended 2>/dev/null))" \
+	test "$(echo "$rec" | jq -r .watch_ended 2>/dev/null)" = moved
 
 # the DaemonSet's pod stopped as the kubelet stops it: SIGTERM, the sysctl
 # restored

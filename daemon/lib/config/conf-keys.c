@@ -56,7 +56,7 @@ static const struct wbg_conf_key keys[] = {
 	{ .section = "flush", .key = "passes_FSTYPE", .def = "ext4=2 xfs=1 btrfs=1 default=1", .type = WBG_CONF_PASSES, .offset = F(passes), .min = 0, .max = 4,
 	  .doc = "syncfs passes per filesystem type (passes_ext4, passes_default for the others)." },
 	{ .section = "flush", .key = "inode_flush", .def = "auto", .type = WBG_CONF_WORD, .offset = F(inode_flush), .words = auto_on_off,
-	  .doc = "Write the removed cgroup's own inodes by handle first; auto: syncfs alone." },
+	  .doc = "Write the removed cgroup's own inodes by handle first; auto: syncfs alone for a removal's flush (evidence flushes and a pod's expiry write its inodes whatever this says)." },
 	{ .section = "flush", .key = "max_inodes", .def = "8192", .type = WBG_CONF_UINT, .offset = F(max_inodes), .min = 0, .max = 1 << 20, .flags = WBG_CONF_RESTART,
 	  .doc = "Inodes recorded per cgroup before its set counts as incomplete." },
 	{ .section = "flush", .key = "max_inodes_per_tenant", .def = "16384", .type = WBG_CONF_UINT, .offset = F(max_inodes_per_tenant), .min = 0,

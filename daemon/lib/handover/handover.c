@@ -130,8 +130,12 @@ struct json_object *handover_to_json(const struct wbg_handover *h, const struct 
 	json_object_object_add(o, "cgroup_id", json_object_new_uint64(h->cgroup_id));
 	if (*h->ident.runtime)
 		json_object_object_add(o, "runtime", json_object_new_string(h->ident.runtime));
+	/* the cgroup path's (the kubelet's layouts), else the runtime's (NRI,
+	 * the CRI's annotations) */
 	if (h->ident.pod_uid[0])
 		json_object_object_add(o, "pod_uid", json_object_new_string(h->ident.pod_uid));
+	else if (names && names->pod_uid && names->pod_uid[0])
+		json_object_object_add(o, "pod_uid", json_object_new_string(names->pod_uid));
 	if (h->ident.container_id[0])
 		json_object_object_add(o, "container_id", json_object_new_string(h->ident.container_id));
 	if (h->ident.unit[0])

@@ -39,6 +39,7 @@ static void container_free(struct wbg_container *c)
 	free(c->namespace);
 	free(c->name);
 	free(c->dirty_expire);
+	free(c->pod_uid);
 	free(c);
 }
 
@@ -142,7 +143,7 @@ int containers_register_from(struct wbg_containers *t, unsigned source, const ch
 {
 	struct wbg_container *c = calloc(1, sizeof(*c)), **found;
 	const struct wbg_container *old = containers_find(t, path);
-	const char *pod, *ns, *name, *expire = NULL;
+	const char *pod, *ns, *name, *expire = NULL, *uid = NULL;
 
 	if (!c)
 		return -ENOMEM;
@@ -150,6 +151,10 @@ int containers_register_from(struct wbg_containers *t, unsigned source, const ch
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(keys[i], WBG_EXPIRY_ANNOTATION) == 0)
 			expire = values[i];
+		else if ((strcmp(keys[i], "io.kubernetes.pod.uid") == 0 || strcmp(keys[i], "io.kubernetes.cri.sandbox-uid") == 0) &&
+			 *values[i])
+			uid = values[i];
+	uid = bounded(t, uid, WBG_CONTAINER_POD_UID_MAX);
 	pod = bounded(t, pod, WBG_CONTAINER_NAME_MAX);
 	ns = bounded(t, ns, WBG_CONTAINER_NAMESPACE_MAX);
 	name = bounded(t, name, WBG_CONTAINER_NAME_MAX);
@@ -162,13 +167,14 @@ int containers_register_from(struct wbg_containers *t, unsigned source, const ch
 		ns = ns ? ns : old->namespace;
 		name = name ? name : old->name;
 		expire = expire ? expire : old->dirty_expire;
+		uid = uid ? uid : old->pod_uid;
 		bundle = bundle ? bundle : old->bundle;
 		c->sources |= old->sources;
 		c->tracked = old->tracked;
 	}
 	if (dup_opt(path, &c->path) < 0 || dup_opt(id, &c->id) < 0 || dup_opt(bundle, &c->bundle) < 0 ||
 	    dup_opt(pod, &c->pod) < 0 || dup_opt(ns, &c->namespace) < 0 || dup_opt(name, &c->name) < 0 ||
-	    dup_opt(expire, &c->dirty_expire) < 0) {
+	    dup_opt(expire, &c->dirty_expire) < 0 || dup_opt(uid, &c->pod_uid) < 0) {
 		container_free(c);
 		return -ENOMEM;
 	}
@@ -220,9 +226,10 @@ void containers_names(const struct wbg_containers *t, const char *path, struct w
 {
 	const struct wbg_container *c = t ? containers_find(t, path) : NULL, *below = NULL;
 
-	*ret = (struct wbg_container_names){ "", "", "", "" };
+	*ret = (struct wbg_container_names){ "", "", "", "", "" };
 	if (c) {
 		ret->container_id = c->id;
+		ret->pod_uid = c->pod_uid ? c->pod_uid : "";
 		if (c->pod) {
 			ret->pod = c->pod;
 			ret->namespace = c->namespace ? c->namespace : "";
@@ -233,6 +240,7 @@ void containers_names(const struct wbg_containers *t, const char *path, struct w
 	below = t ? containers_find_below(t, path) : NULL;
 	if (below && below->pod) {
 		ret->pod = below->pod;
+		ret->pod_uid = below->pod_uid ? below->pod_uid : "";
 		ret->namespace = below->namespace ? below->namespace : "";
 	}
 }

@@ -22,6 +22,7 @@ struct wbg_container {
 	char *id;        /* the runtime's container id */
 	char *bundle;
 	char *pod, *namespace, *name; /* from the CRI's annotations; NULL if not a pod's */
+	char *pod_uid;                /* the pod's uid (NRI, the CRI's annotations); NULL if not given */
 	char *dirty_expire;           /* wbguard.io/dirty-expire as given, or NULL */
 	uint64_t seq;                 /* registration order */
 	unsigned sources;             /* WBG_SOURCE_* that told of it */
@@ -53,6 +54,8 @@ struct wbg_containers {
 #define WBG_CONTAINER_NAME_MAX 253
 #define WBG_CONTAINER_NAMESPACE_MAX 63
 #define WBG_CONTAINER_EXPIRE_MAX 32
+/* a Kubernetes uid: 36 characters with its dashes */
+#define WBG_CONTAINER_POD_UID_MAX 36
 
 int containers_init(struct wbg_containers *t, size_t cap);
 void containers_free(struct wbg_containers *t);
@@ -71,7 +74,7 @@ const struct wbg_container *containers_find(const struct wbg_containers *t, cons
  * pod-level cgroup, the pod of a container registered right below it (its
  * container and id then blank). Empty strings where unknown, never NULL. */
 struct wbg_container_names {
-	const char *pod, *namespace, *container, *container_id;
+	const char *pod, *namespace, *container, *container_id, *pod_uid;
 };
 void containers_names(const struct wbg_containers *t, const char *path, struct wbg_container_names *ret);
 /* A registered container right below path (the newest): a pod-level

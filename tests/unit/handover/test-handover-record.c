@@ -8,6 +8,7 @@
 #include "handover.h"
 #include "tap.h"
 #include "wbg-flush.h"
+#include "wbg-runtime.h"
 
 /* The record's integer field key, or -1 when it is absent. */
 static int64_t field(struct json_object *o, const char *key)
@@ -39,6 +40,17 @@ int main(void)
 	CHECK(field(o, "inodes_failed") == 4, "inodes that could not be written, summed");
 	CHECK(field(o, "inodes_skipped") == 2, "special files never opened, summed");
 	json_object_put(o);
+	{
+		/* a pod uid the path does not carry: the runtime's (NRI) */
+		struct wbg_container_names nm = { "db", "shop", "app", "c1", "0c1d2e3f-aaaa-bbbb-cccc-123456789abc" };
+
+		o = handover_to_json(h, &nm);
+		CHECK(o && json_object_object_get_ex(o, "pod_uid", NULL) &&
+			      strcmp(json_object_get_string(json_object_object_get(o, "pod_uid")),
+				     "0c1d2e3f-aaaa-bbbb-cccc-123456789abc") == 0,
+		      "pod_uid from NRI when the cgroup path has none");
+		json_object_put(o);
+	}
 	handover_free(h);
 	return tap_done();
 }

@@ -92,6 +92,31 @@ int main(void)
 		containers_free(&t);
 	}
 	{
+		/* the pod's uid: NRI's (as io.kubernetes.pod.uid) or containerd's
+		 * annotation; kept when the hook's registration lacks it, for
+		 * the container and for its pod's cgroup */
+		const char *nk[] = { "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.pod.uid" };
+		const char *nv[] = { "db", "shop", "0c1d2e3f-aaaa-bbbb-cccc-123456789abc" };
+		const char *hk[] = { "io.kubernetes.cri.sandbox-name" }, *hv[] = { "db" };
+		const char *ck[] = { "io.kubernetes.cri.sandbox-uid" }, *cv[] = { "11111111-2222-3333-4444-555555555555" };
+		struct wbg_container_names nm;
+
+		CHECK(containers_init(&t, 8) == 0 &&
+			      containers_register_from(&t, WBG_SOURCE_NRI, "kubepods/pod-x/c1", "c1", NULL, nk, nv, 3) == 0 &&
+			      containers_register(&t, "kubepods/pod-x/c1", "c1", "/b", hk, hv, 1) == 0,
+		      "pod uid: NRI, then the hook");
+		containers_names(&t, "kubepods/pod-x/c1", &nm);
+		CHECK(streq(nm.pod_uid, "0c1d2e3f-aaaa-bbbb-cccc-123456789abc"), "pod uid: NRI's kept through the hook's");
+		containers_names(&t, "kubepods/pod-x", &nm);
+		CHECK(streq(nm.pod_uid, "0c1d2e3f-aaaa-bbbb-cccc-123456789abc"), "pod uid: the pod's cgroup's too");
+		CHECK(containers_register(&t, "kubepods/pod-y/c2", "c2", "/b", ck, cv, 1) == 0, "containerd's annotation");
+		containers_names(&t, "kubepods/pod-y/c2", &nm);
+		CHECK(streq(nm.pod_uid, "11111111-2222-3333-4444-555555555555"), "pod uid: io.kubernetes.cri.sandbox-uid");
+		containers_names(&t, "kubepods/none", &nm);
+		CHECK(nm.pod_uid && !*nm.pod_uid, "pod uid: blank where unknown, never NULL");
+		containers_free(&t);
+	}
+	{
 		/* NRI first (every name, the pod's expiry), then the hook
 		 * (containerd's annotations without the allow-list's expiry):
 		 * one entry, both sources, nothing lost */

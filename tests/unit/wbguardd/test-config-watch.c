@@ -54,6 +54,7 @@ int main(void)
 	struct wbg_config_watch w;
 	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
 	char p[512], q[512];
+	int r;
 
 	if (!mkdtemp(dir) || sd_event_new(&e) < 0)
 		return 1;
@@ -116,5 +117,24 @@ int main(void)
 		remove(p);
 	}
 	rmdir(dir);
+
+	/* no configuration directory (a build's default prefix, nothing
+	 * installed): said at info, not warned of at every start */
+	{
+		char log[] = "/tmp/wbg-config-watch-log-XXXXXX";
+		int fd = mkstemp(log), saved = dup(STDERR_FILENO);
+		struct stat st;
+
+		log_set_max_level(LOG_NOTICE);
+		dup2(fd, STDERR_FILENO);
+		r = config_watch_start(&w, e, "/nonexistent/wbguard/wbguard.conf", on_changed, NULL);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+		CHECK(r == 0 && fstat(fd, &st) == 0 && st.st_size == 0,
+		      "no configuration directory: started, no warning (%lld bytes logged)", (long long)st.st_size);
+		config_watch_stop(&w);
+		close(fd);
+		unlink(log);
+	}
 	return tap_done();
 }
