@@ -260,6 +260,23 @@ static void cleanup_files(void)
 	}
 }
 
+/* The run's parameters. */
+static struct json_object *params_json(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "files", json_object_new_uint64(arg.files));
+	json_object_object_add(o, "rate_mib_s", json_object_new_double(arg.rate_mib));
+	json_object_object_add(o, "new_secs", json_object_new_double(arg.new_secs));
+	json_object_object_add(o, "deadline_secs", json_object_new_double(arg.deadline));
+	if (!arg.here) {
+		json_object_object_add(o, "parent_max_bytes", json_object_new_uint64(arg.parent_max));
+		json_object_object_add(o, "old_secs", json_object_new_double(arg.old_secs));
+		json_object_object_add(o, "pause_secs", json_object_new_double(arg.pause));
+	}
+	return o;
+}
+
 /* The new writer's result. */
 static struct json_object *writer_json(const struct writer_result *w)
 {
@@ -295,7 +312,7 @@ static int write_json(struct json_object *j)
 static int run_here(void)
 {
 	struct writer_result *w = mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct json_object *j, *o;
+	struct json_object *j;
 	struct utsname u;
 	int r;
 
@@ -307,12 +324,7 @@ static int run_here(void)
 	uname(&u);
 	j = json_object_new_object();
 	json_object_object_add(j, "kernel", json_object_new_string(u.release));
-	o = json_object_new_object();
-	json_object_object_add(o, "files", json_object_new_uint64(arg.files));
-	json_object_object_add(o, "rate_mib_s", json_object_new_double(arg.rate_mib));
-	json_object_object_add(o, "new_secs", json_object_new_double(arg.new_secs));
-	json_object_object_add(o, "deadline_secs", json_object_new_double(arg.deadline));
-	json_object_object_add(j, "params", o);
+	json_object_object_add(j, "params", params_json());
 	json_object_object_add(j, "new", writer_json(w));
 	munmap(w, sizeof(*w));
 	return write_json(j);
@@ -404,15 +416,7 @@ static int run(void)
 	json_object_object_add(j, "fs", json_object_new_string(fs));
 	json_object_object_add(j, "mode", json_object_new_string(arg.removed ? "removed" : "alive"));
 	json_object_object_add(j, "syncs", json_object_new_uint64(arg.syncs));
-	o = json_object_new_object();
-	json_object_object_add(o, "files", json_object_new_uint64(arg.files));
-	json_object_object_add(o, "rate_mib_s", json_object_new_double(arg.rate_mib));
-	json_object_object_add(o, "parent_max_bytes", json_object_new_uint64(arg.parent_max));
-	json_object_object_add(o, "old_secs", json_object_new_double(arg.old_secs));
-	json_object_object_add(o, "new_secs", json_object_new_double(arg.new_secs));
-	json_object_object_add(o, "pause_secs", json_object_new_double(arg.pause));
-	json_object_object_add(o, "deadline_secs", json_object_new_double(arg.deadline));
-	json_object_object_add(j, "params", o);
+	json_object_object_add(j, "params", params_json());
 
 	o = json_object_new_object();
 	json_object_object_add(o, "cgroup_id", json_object_new_uint64(sum.old_id));
