@@ -20,15 +20,14 @@ static bool watched(const void *u, uint64_t id)
 	return id == 42;
 }
 
+static void write_kernel(FILE *f, const void *v)
+{
+	metrics_write_kernel(f, v);
+}
+
 static char *scrape(const struct wbg_kernel_view *v)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-
-	metrics_write_kernel(f, v);
-	fclose(f);
-	return buf;
+	return tap_render(write_kernel, v);
 }
 
 int main(void)
