@@ -33,7 +33,8 @@ static char *scrape(const struct wbg_kernel_view *v)
 int main(void)
 {
 	char dir[] = "/tmp/wbg-dying-XXXXXX", p[256];
-	struct wbg_series s = { 0 };
+	struct wbg_registry reg = { 0 }; /* no live cgroups tracked */
+	struct wbg_series s = { .reg = &reg };
 	struct wbg_containers c;
 	struct wbg_kernel_view v = { .series = &s, .containers = &c, .per_cgroup = true, .watched = watched };
 	uint64_t evicted;
