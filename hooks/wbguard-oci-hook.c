@@ -38,11 +38,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
+#include <linux/magic.h>
 #include <systemd/sd-bus.h>
 
 #include "wbg-cgroup.h"
 #include "wbg-runtime.h"
 #include "wbg-flush.h"
+#include "wbg-kernel.h"
 #include "wbg-base.h"
 
 static void help(void)
@@ -122,7 +124,7 @@ static bool fs_excluded(long type)
  * node (opening one as root can act on the device) nor a network or FUSE
  * filesystem. Looked at through an O_PATH descriptor first, which opens
  * nothing. */
-static int open_for_syncfs(const char *path, struct stat *ret)
+static int open_for_syncfs(const char *path, struct stat *ret, long *ret_fstype)
 {
 	_cleanup_close_ int pfd = open(path, O_PATH | O_CLOEXEC);
 	struct statfs sfs;
@@ -137,6 +139,7 @@ static int open_for_syncfs(const char *path, struct stat *ret)
 		return -errno;
 	if (fs_excluded((long)sfs.f_type))
 		return -EREMOTE;
+	*ret_fstype = (long)sfs.f_type;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
 	fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	return fd < 0 ? -errno : fd;
@@ -157,6 +160,32 @@ static void budget_dir(char *buf, size_t size)
 		snprintf(buf, size, "%.*s", slash == arg_socket ? 1 : (int)(slash - arg_socket), arg_socket);
 }
 
+/* The filesystem a syncfs of path writes, for the budget: its own, but an
+ * overlay's (every container's rootfs, each with a device of its own) is its
+ * upper layer's, the node's disk, which every overlay shares. The mount
+ * table is read once per exit and only here, on the fallback's way. */
+static dev_t budget_key(const char *path, dev_t dev, long fstype, struct wbg_mounts *mounts)
+{
+	dev_t upper;
+	int r;
+
+	if (fstype != OVERLAYFS_SUPER_MAGIC)
+		return dev;
+	if (!mounts->v) {
+		r = mountinfo_read("/proc/self/mountinfo", mounts);
+		if (r < 0) {
+			log_debug_errno(r, "%s: overlay, mount table unreadable: budgeted as its own filesystem", path);
+			return dev;
+		}
+	}
+	r = mountinfo_overlay_upper_dev(mounts, dev, &upper);
+	if (r < 0) {
+		log_debug_errno(r, "%s: overlay without an upper layer found: budgeted as its own filesystem", path);
+		return dev;
+	}
+	return upper;
+}
+
 /* syncfs on each distinct filesystem: the rootfs and the sources of the
  * writable bind mounts, each under the per-filesystem budget every exit
  * without wbguardd shares (hook-budget.h). Each open is of the container's
@@ -169,6 +198,7 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 	dev_t done[OCI_MOUNTS_MAX + 1];
 	size_t n_done = 0;
 	char root[sizeof(s->bundle) + sizeof(c->root_path) + 1];
+	_cleanup_(mountinfo_free) struct wbg_mounts mounts = { 0 };
 	int flushed = 0;
 
 	budget_dir(dir, sizeof(dir));
@@ -180,20 +210,23 @@ static int flush_container(const struct oci_state *s, const struct oci_config *c
 		const char *path = i == c->n_mounts ? root : c->mounts[i].source;
 		_cleanup_close_ int fd = -EBADF;
 		struct stat st = { 0 };
+		dev_t key;
+		long fstype = 0;
 		bool seen = false;
 		int r;
 
 		if (i < c->n_mounts && (!c->mounts[i].bind || !c->mounts[i].rw || path[0] != '/'))
 			continue;
-		fd = open_for_syncfs(path, &st);
+		fd = open_for_syncfs(path, &st, &fstype);
 		if (fd < 0)
 			continue; /* gone, a device, remote, not ours to open: nothing to do */
+		key = budget_key(path, st.st_dev, fstype, &mounts);
 		for (size_t k = 0; k < n_done; k++)
-			seen |= done[k] == st.st_dev;
+			seen |= done[k] == key;
 		if (seen)
 			continue;
-		done[n_done++] = st.st_dev;
-		r = hook_budget_take(dir, st.st_dev, control_now_usec(), HOOK_BUDGET_INTERVAL_USEC,
+		done[n_done++] = key;
+		r = hook_budget_take(dir, key, control_now_usec(), HOOK_BUDGET_INTERVAL_USEC,
 				     control_now_usec() + 100 * 1000);
 		if (r <= 0) {
 			if (r == 0)

@@ -76,7 +76,8 @@ static void write_nri(FILE *f, const struct manager *m)
 			st.events[k]);
 	metric_family(f, "wbguard_nri_errors_total", "counter",
 		      "NRI failures by kind: connect, refused, protocol, timeout, hangup, write (each closes the "
-		      "connection and reconnects), table_full (a pod or container over its bound).");
+		      "connection and reconnects), table_full (a pod or container over its bound), too_big (a "
+		      "message that unpacks past its heap budget; closes the connection).");
 	for (unsigned e = 0; e < _WBG_NRI_ERROR_MAX; e++)
 		fprintf(f, "wbguard_nri_errors_total{error=\"%s\"} %" PRIu64 "\n", nri_error_to_string(e), st.errors[e]);
 }
@@ -149,9 +150,11 @@ static void write_node(FILE *f, const struct manager *m)
 		(void)hook_budget_counts(m->cfg.state_dir, &hb);
 		metric_family(f, "wbguard_hook_fallback_syncfs_total", "counter",
 			      "The OCI hook's own syncfs at container exits wbguardd did not answer, by result: taken, "
-			      "or refused by the per-filesystem budget (one a second) every hook shares.");
+			      "refused by the per-filesystem budget (one a second) every hook shares, or refused because "
+			      "every slot of its table (64 filesystems) was flushed within that second.");
 		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"taken\"} %" PRIu64 "\n", hb.taken);
 		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"refused\"} %" PRIu64 "\n", hb.refused);
+		fprintf(f, "wbguard_hook_fallback_syncfs_total{result=\"table_full\"} %" PRIu64 "\n", hb.full);
 	}
 	build_info_metric(f, WBGUARD_VERSION);
 }

@@ -401,24 +401,60 @@ static void unserve(struct wbg_metrics_http *m)
 	m->mhd = NULL;
 }
 
+/* The listening socket back from a server that may only half have started
+ * (MHD_start_daemon done, its epoll fd not watched): ours again, or -1. */
+static int take_listener(struct wbg_metrics_http *m)
+{
+	int fd = m->mhd ? MHD_quiesce_daemon(m->mhd) : -1;
+
+	unserve(m);
+	return fd;
+}
+
 int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
 {
-	bool same = web_config_same_tls(&m->web, web);
-	int fd;
+	struct wbg_web_config old;
+	int fd, r;
 
-	web_config_done(&m->web);
+	web_config_keep_successes(web, &m->web);
+	if (web_config_same_tls(&m->web, web) || !m->mhd) {
+		web_config_done(&m->web);
+		m->web = *web;
+		*web = (struct wbg_web_config){ 0 };
+		return 0;
+	}
+	old = m->web;
 	m->web = *web;
 	*web = (struct wbg_web_config){ 0 };
-	if (same || !m->mhd)
-		return 0;
 	/* libmicrohttpd takes its certificate once: a new server, handed
 	 * the listening socket, so that the port is never closed */
 	fd = MHD_quiesce_daemon(m->mhd);
-	if (fd < 0)
+	if (fd < 0) {
+		web_config_done(&old);
 		return log_error_errno(EIO, "Cannot take over the metrics listener for a new certificate");
+	}
 	unserve(m);
-	log_info("Serving metrics on %s with the web config's new certificate", m->listen);
-	return serve(m, fd);
+	r = serve(m, fd);
+	if (r >= 0) {
+		web_config_done(&old);
+		log_info("Serving metrics on %s with the web config's new certificate", m->listen);
+		return 0;
+	}
+	/* the new one does not serve (libmicrohttpd refused it): the old one
+	 * again, on the same socket, rather than /metrics down */
+	fd = m->mhd ? take_listener(m) : fd;
+	web_config_done(&m->web);
+	m->web = old;
+	if (fd < 0 || serve(m, fd) < 0) {
+		if (m->mhd)
+			unserve(m); /* it closes the socket */
+		else if (fd >= 0)
+			close(fd);
+		return log_error_errno(r, "Metrics on %s down: neither the new certificate nor the old serves",
+				       m->listen);
+	}
+	return log_error_errno(r, "Cannot serve metrics with the web config's new certificate; the old one "
+				  "still serves");
 }
 
 void metrics_http_stop(struct wbg_metrics_http *m)

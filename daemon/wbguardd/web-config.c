@@ -158,6 +158,14 @@ static int load_users(struct loader *l, struct wbg_web_config *w, yaml_node_t *m
 			return fail(l, -EINVAL, field, "not a user name and its hash");
 		if (strchr(k, ':'))
 			return fail(l, -EINVAL, field, "a user name cannot hold ':' (basic auth splits there)");
+		/* "$2y$NN$": each check of a stranger's guess costs 2^NN
+		 * rounds (cost 12: about 0.5 s of a core, cost 14: 2 s);
+		 * looked at before the hash is tried (at cost 31, for days) */
+		if (strlen(v) > 7 && atoi(v + 4) > WBG_WEB_BCRYPT_COST_MAX)
+			return fail(l, -EINVAL, field,
+				    "bcrypt cost %d is above %d: every guess a stranger sends would cost seconds of "
+				    "CPU (hash the password again: htpasswd -nbB -C 10)",
+				    atoi(v + 4), WBG_WEB_BCRYPT_COST_MAX);
 		if (!is_bcrypt(v))
 			return fail(l, -EINVAL, field, "not a bcrypt hash ($2y$..., as htpasswd -nbB prints)");
 		u->name = strdup(k);
@@ -232,6 +240,9 @@ void web_config_done(struct wbg_web_config *w)
 	}
 	free(w->users);
 	free(w->cert_pem);
+	/* the private key leaves no copy in freed memory */
+	if (w->key_pem)
+		explicit_bzero(w->key_pem, strlen(w->key_pem));
 	free(w->key_pem);
 	explicit_bzero(w->ok, sizeof(w->ok));
 	*w = (struct wbg_web_config){ 0 };
@@ -240,6 +251,12 @@ void web_config_done(struct wbg_web_config *w)
 static bool same_str(const char *a, const char *b)
 {
 	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+void web_config_keep_successes(struct wbg_web_config *to, const struct wbg_web_config *from)
+{
+	memcpy(to->ok, from->ok, sizeof(to->ok));
+	to->n_ok = from->n_ok;
 }
 
 bool web_config_same_tls(const struct wbg_web_config *a, const struct wbg_web_config *b)

@@ -24,6 +24,9 @@ struct wbg_web_user {
 };
 
 #define WBG_WEB_AUTH_CACHE 8
+/* the highest bcrypt cost a user's hash may name (exporter-toolkit's
+ * examples use 10; htpasswd -B's default is 5) */
+#define WBG_WEB_BCRYPT_COST_MAX 12
 
 struct wbg_web_config {
 	char *cert_pem, *key_pem; /* the files' contents, NUL-terminated */
@@ -40,6 +43,11 @@ struct wbg_web_config {
  * error: negative errno, and err holds "PATH: FIELD: why". */
 int web_config_load(struct wbg_web_config *w, const char *path, char *err, size_t errlen);
 void web_config_done(struct wbg_web_config *w);
+/* Takes from's cached successes into to (a reload's new config): each is
+ * a digest of user, hash and password, so one whose user or hash changed
+ * never matches again, and the scraper's unchanged credentials are not
+ * checked by bcrypt again after a reload. */
+void web_config_keep_successes(struct wbg_web_config *to, const struct wbg_web_config *from);
 /* Whether a and b serve the same certificate, key and versions. */
 bool web_config_same_tls(const struct wbg_web_config *a, const struct wbg_web_config *b);
 /* 1 when they match an entry of basic_auth_users, else 0; -EAGAIN when

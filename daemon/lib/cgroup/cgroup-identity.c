@@ -60,7 +60,22 @@ static bool has_suffix(const char *s, size_t n, const char *suffix, size_t *ret_
 	return true;
 }
 
-static void component(struct wbg_identity *id, const char *s, size_t n, unsigned depth)
+/* The levels the kubelet puts its pods' cgroups in: kubepods itself (a
+ * guaranteed pod) or one of its QoS levels, in either driver's names. */
+static bool kubelet_level(const char *s, size_t n)
+{
+	return eq(s, n, "kubepods") || eq(s, n, "kubepods.slice") || eq(s, n, "burstable") || eq(s, n, "besteffort") ||
+	       eq(s, n, "kubepods-burstable.slice") || eq(s, n, "kubepods-besteffort.slice");
+}
+
+/* One path component s (n bytes) at depth, below parent (pn bytes). A pod
+ * is only where the kubelet puts one, directly below one of its levels and
+ * above every container: a tenant that may create cgroups below its own
+ * names them as it likes ("pod<any uid>", "kubepods/burstable" again), and
+ * each such name taken for a pod would be a tenant of its own with every
+ * per-tenant share. */
+static void component(struct wbg_identity *id, const char *s, size_t n, unsigned depth, const char *parent,
+		      size_t pn)
 {
 	size_t stem;
 
@@ -74,7 +89,7 @@ static void component(struct wbg_identity *id, const char *s, size_t n, unsigned
 	 * "pod" then the 36-character UID at the end of the name. */
 	if (!has_suffix(s, n, ".slice", &stem))
 		stem = n;
-	if (stem >= 39) {
+	if (stem >= 39 && parent && kubelet_level(parent, pn) && !id->pod_uid[0] && !id->container_id[0]) {
 		const char *p = s + stem - 39;
 
 		if (memcmp(p, "pod", 3) == 0 && (p == s || p[-1] == '-') &&
@@ -86,6 +101,9 @@ static void component(struct wbg_identity *id, const char *s, size_t n, unsigned
 		}
 	}
 
+	/* A container's id is its first: below it, names are its tenant's. */
+	if (id->container_id[0])
+		return;
 	/* Container scope of the systemd driver */
 	if (has_suffix(s, n, ".scope", &stem)) {
 		for (size_t i = 0; i < ELEMENTSOF(scopes); i++) {
@@ -116,10 +134,10 @@ static void component(struct wbg_identity *id, const char *s, size_t n, unsigned
 void cgroup_identity_parse(const char *path, struct wbg_identity *ret)
 {
 	struct wbg_identity id = { .runtime = "" };
-	const char *s = path, *last = path;
+	const char *s = path, *last = path, *parent = NULL;
 	bool kube;
 	unsigned depth = 0;
-	size_t n, stem;
+	size_t n, stem, pn = 0, two_levels = 0;
 
 	while (*s == '/')
 		s++;
@@ -131,13 +149,26 @@ void cgroup_identity_parse(const char *path, struct wbg_identity *ret)
 		/* Podman and systemd-nspawn put the payload one level below the
 		 * scope (".../libpod-<id>.scope/container"): keep the scope's id. */
 		if (!(id.container_id[0] && (eq(s, n, "container") || eq(s, n, "init") || eq(s, n, "payload"))))
-			component(&id, s, n, depth);
-		last = s;
+			component(&id, s, n, depth, parent, pn);
+		/* the tenant: a pod's own cgroup, a user's manager
+		 * (user.slice/user-1000.slice/user@1000.service), else the
+		 * first two levels (system.slice/foo.service) */
+		if (!id.tenant_len && id.is_pod)
+			id.tenant_len = (size_t)(s - path) + n;
+		if (!id.tenant_len && strncmp(path, "user.slice/", 11) == 0 && memchr(s, '@', n) &&
+		    has_suffix(s, n, ".service", &stem))
+			id.tenant_len = (size_t)(s - path) + n;
+		if (depth == 1)
+			two_levels = (size_t)(s - path) + n;
+		last = parent = s;
+		pn = n;
 		depth++;
 		s += n;
 		while (*s == '/')
 			s++;
 	}
+	if (!id.tenant_len)
+		id.tenant_len = two_levels ? two_levels : strlen(path);
 	n = strlen(last);
 	while (n > 0 && last[n - 1] == '/')
 		n--;
@@ -166,28 +197,8 @@ const char *wbg_qos_to_string(enum wbg_qos q)
 
 size_t cgroup_tenant_len(const char *path)
 {
-	const char *s = path;
-	size_t two_levels = 0, n;
-	unsigned depth = 0;
+	struct wbg_identity id;
 
-	while (*s) {
-		const char *e = strchr(s, '/');
-		struct wbg_identity one = { .runtime = "" };
-		size_t stem;
-
-		n = e ? (size_t)(e - s) : strlen(s);
-		/* a pod's own cgroup: everything below is the pod's */
-		component(&one, s, n, depth);
-		if (one.is_pod)
-			return (size_t)(s - path) + n;
-		/* user.slice/user-1000.slice/user@1000.service: the user's manager */
-		if (strncmp(path, "user.slice/", 11) == 0 && memchr(s, '@', n) && has_suffix(s, n, ".service", &stem))
-			return (size_t)(s - path) + n;
-		if (++depth == 2)
-			two_levels = (size_t)(s - path) + n;
-		s += n;
-		while (*s == '/')
-			s++;
-	}
-	return two_levels ? two_levels : strlen(path);
+	cgroup_identity_parse(path, &id);
+	return id.tenant_len;
 }

@@ -18,6 +18,7 @@ struct wbg_identity {
 	char unit[256];      /* systemd unit of the last component, if it is one */
 	bool is_pod;         /* the pod-level cgroup itself */
 	bool is_conmon;      /* CRI-O's / Podman's conmon, not a container */
+	size_t tenant_len;   /* cgroup_tenant_len() */
 };
 
 /* path relative to the cgroupfs root, without leading '/'. Never fails on
@@ -25,6 +26,8 @@ struct wbg_identity {
 void cgroup_identity_parse(const char *path, struct wbg_identity *ret);
 const char *wbg_qos_to_string(enum wbg_qos q);
 /* The length of path's prefix that names its tenant, the subtree one owner
- * controls: a pod's cgroup, a user's manager (user@UID.service), else the
- * first two levels (system.slice/foo.service). */
+ * controls: a pod's cgroup (where the kubelet puts one: never a name below
+ * a pod or a container), a user's manager (user@UID.service), else the
+ * first two levels (system.slice/foo.service). Every per-tenant share keys
+ * by this prefix, and the identity's pod is the pod it names. */
 size_t cgroup_tenant_len(const char *path);

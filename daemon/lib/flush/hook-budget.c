@@ -18,7 +18,7 @@ struct budget_file {
 	} slot[HOOK_BUDGET_SLOTS];
 };
 
-#define BUDGET_MAGIC 0x77626731 /* "wbg1" */
+#define BUDGET_MAGIC 0x77626732 /* "wbg2": counts gained full */
 
 static uint64_t mono_usec(void)
 {
@@ -84,6 +84,14 @@ int hook_budget_take(const char *dir, dev_t dev, uint64_t now, uint64_t interval
 	/* a last time in the future: a clock from before this boot's file */
 	if (i < HOOK_BUDGET_SLOTS && b.slot[i].last_usec <= now && now - b.slot[i].last_usec < interval) {
 		b.counts.refused++;
+		r = 0;
+	} else if (i == HOOK_BUDGET_SLOTS && b.slot[oldest].last_usec <= now &&
+		   now - b.slot[oldest].last_usec < interval) {
+		/* every slot flushed within the interval: making room would
+		 * forget a filesystem's last flush, and new devices (a
+		 * tenant's mounts) could then buy the node's disk a syncfs
+		 * each */
+		b.counts.full++;
 		r = 0;
 	} else {
 		if (i == HOOK_BUDGET_SLOTS)

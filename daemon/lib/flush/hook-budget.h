@@ -7,7 +7,8 @@
  * containers cannot make every exit a syncfs of the node's filesystems.
  *
  * The file is a fixed array (HOOK_BUDGET_SLOTS filesystems, the least
- * recently flushed making room, and two counters), read and written under
+ * recently flushed making room once its interval is over, and three
+ * counters), read and written under
  * an OFD lock taken within a deadline; whatever goes wrong (no lock in
  * time, a file that is not ours) means no syncfs, never a wait.
  */
@@ -23,11 +24,14 @@
 
 struct hook_budget_counts {
 	uint64_t taken, refused;
+	uint64_t full; /* refused: every slot's filesystem flushed within the interval */
 };
 
 /* Whether the filesystem on dev may be flushed now (now: CLOCK_MONOTONIC
  * microseconds, shared by every process on the node): 1, and its time is
- * noted; 0, one was flushed less than interval ago (counted). < 0: the file
+ * noted; 0, one was flushed less than interval ago, or every slot's was
+ * (counted as full). dev is the filesystem a syncfs writes: an overlay's
+ * upper one (mountinfo_overlay_upper_dev()), never the overlay's own. < 0: the file
  * could not be used (-ETIMEDOUT: its lock not had by lock_deadline): do
  * not flush. dir: the run directory (made if missing). */
 int hook_budget_take(const char *dir, dev_t dev, uint64_t now, uint64_t interval, uint64_t lock_deadline);

@@ -53,7 +53,7 @@ struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *p
 	h->t_trigger = now;
 	h->verify = -1;
 	cgroup_identity_parse(path, &h->ident);
-	h->tenant = handover_tenant(path, &h->ident);
+	h->tenant = handover_tenant(path);
 	return h;
 }
 
@@ -73,17 +73,15 @@ static uint64_t fnv1a(uint64_t hash, const char *s, size_t n)
 	return hash;
 }
 
-uint64_t handover_tenant(const char *path, const struct wbg_identity *ident)
+uint64_t handover_tenant(const char *path)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	if (ident->pod_uid[0])
-		return fnv1a(fnv1a(h, "pod:", 4), ident->pod_uid, sizeof(ident->pod_uid)) | 1;
 	/* a path unknown (a stall of a cgroup removed while we were down):
 	 * no tenant, 0 */
 	if (!*path)
 		return 0;
-	return fnv1a(h, path, cgroup_tenant_len(path)) | 1;
+	/* the prefix every share keys by (the watch's tenant root, BPF's
+	 * tenant map): one derivation, so a tenant is one tenant everywhere */
+	return fnv1a(0xcbf29ce484222325ULL, path, cgroup_tenant_len(path)) | 1;
 }
 
 void handover_free(struct wbg_handover *h)

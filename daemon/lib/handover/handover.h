@@ -138,11 +138,12 @@ static inline bool handover_waiter_current(const struct wbg_handover *h, uint64_
 	return waiter == handover_waiter(h);
 }
 
-/* Whose a cgroup is, for per-tenant shares: a pod (by its uid), a user's
- * user@UID.service, else the first two levels of its path (a service and
- * whatever it delegates below). A hash of that key, never 0; 0 for an
- * unknown path (no tenant: the node-wide bounds alone). */
-uint64_t handover_tenant(const char *path, const struct wbg_identity *ident);
+/* Whose a cgroup is, for per-tenant shares: its path's tenant prefix
+ * (cgroup_tenant_len(): a pod's cgroup where the kubelet
+ * puts pods, a user's user@UID.service, else the first two levels: a
+ * service and whatever it delegates below). A hash of that prefix, never
+ * 0; 0 for an unknown path (no tenant: the node-wide bounds alone). */
+uint64_t handover_tenant(const char *path);
 
 const char *wbg_trigger_to_string(enum wbg_trigger t);
 const char *wbg_outcome_to_string(enum wbg_outcome o);

@@ -84,12 +84,8 @@ int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pat
 		lc->stats.stall_covered++;
 		return 0;
 	}
-	if (path && *path) {
-		struct wbg_identity ident;
-
-		cgroup_identity_parse(path, &ident);
-		tenant = handover_tenant(path, &ident);
-	}
+	if (path)
+		tenant = handover_tenant(path);
 	/* a path unknown (removed while wbguardd was down) names no tenant:
 	 * the device's budget alone */
 	if (tenant && !rate_take_keyed(lc->stall_tenant_rate, ELEMENTSOF(lc->stall_tenant_rate), bdi_dev, tenant,

@@ -36,6 +36,25 @@ static void mount_free(struct wbg_mount *m)
 	free(m->target);
 	free(m->fstype);
 	free(m->source);
+	free(m->upper);
+}
+
+/* An overlay's upperdir=, from its super options (values escaped as the
+ * kernel's seq_show_option escapes them: a comma never appears bare). */
+static int overlay_upper(const char *opts, size_t len, char **ret)
+{
+	for (size_t i = 0; i < len;) {
+		size_t n = 0;
+
+		while (i + n < len && opts[i + n] != ',')
+			n++;
+		if (n > 9 && memcmp(opts + i, "upperdir=", 9) == 0) {
+			*ret = unescape(opts + i + 9, n - 9);
+			return *ret ? 0 : -ENOMEM;
+		}
+		i += n + 1;
+	}
+	return 0;
 }
 
 /* One line: ID PARENT MAJ:MIN ROOT TARGET OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS */
@@ -68,6 +87,11 @@ static int parse_line(const char *line, size_t len, struct wbg_mount *ret)
 	m.target = unescape(f[4], fl[4]);
 	m.fstype = unescape(f[dash + 1], fl[dash + 1]);
 	m.source = unescape(f[dash + 2], fl[dash + 2]);
+	if (m.fstype && strcmp(m.fstype, "overlay") == 0 && nf > dash + 3 &&
+	    overlay_upper(f[dash + 3], fl[dash + 3], &m.upper) < 0) {
+		free(m.root);
+		m.root = NULL; /* -ENOMEM below */
+	}
 	if (!m.root || !m.target || !m.fstype || !m.source) {
 		mount_free(&m);
 		return -ENOMEM;
@@ -200,4 +224,19 @@ int mountinfo_prefix(struct wbg_mounts *m, const char *prefix)
 		m->v[i].target = t;
 	}
 	return 0;
+}
+
+int mountinfo_overlay_upper_dev(const struct wbg_mounts *m, dev_t dev, dev_t *ret)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].dev != dev || !m->v[i].upper)
+			continue;
+		if (stat(m->v[i].upper, &st) < 0)
+			return -errno;
+		*ret = st.st_dev;
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -12,6 +12,7 @@ struct wbg_mount {
 	char *target; /* mount point, unescaped */
 	char *fstype;
 	char *source;
+	char *upper;  /* an overlay's upperdir=, where its writes go; else NULL */
 };
 
 struct wbg_mounts {
@@ -31,6 +32,10 @@ int mountinfo_prefix(struct wbg_mounts *m, const char *prefix);
 unsigned mountinfo_resolve_bdis(struct wbg_mounts *m, const char *sysfs_dev_block);
 /* A mount of the filesystem on dev, the one showing its root if any. */
 const struct wbg_mount *mountinfo_find_dev(const struct wbg_mounts *m, dev_t dev);
+/* The device of the filesystem an overlay on dev writes to (its upperdir's),
+ * whose syncfs the overlay's is: -ENOENT when dev is no overlay with an
+ * upper layer in m. */
+int mountinfo_overlay_upper_dev(const struct wbg_mounts *m, dev_t dev, dev_t *ret);
 /* The type of the filesystem dir is on ("" when not in the table), from the
  * mount table at mountinfo. */
 int mountinfo_dir_fstype(const char *mountinfo, const char *dir, char *ret, size_t size);

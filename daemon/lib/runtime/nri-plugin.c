@@ -314,6 +314,7 @@ const char *nri_error_to_string(enum wbg_nri_error e)
 		[WBG_NRI_ERR_HANGUP] = "hangup",
 		[WBG_NRI_ERR_WRITE] = "write",
 		[WBG_NRI_ERR_TABLE_FULL] = "table_full",
+		[WBG_NRI_ERR_TOO_BIG] = "too_big",
 	};
 	return e < _WBG_NRI_ERROR_MAX ? s[e] : "?";
 }

@@ -41,6 +41,13 @@
 #define WBG_NRI_DEFERRED_MAX 16384
 #define WBG_NRI_DEFERRED_BYTES (16u << 20)
 #define WBG_NRI_OUT_MAX (1u << 20)
+/* the heap one message may unpack to: WBG_NRI_UNPACK_FACTOR times its size
+ * on the wire and WBG_NRI_UNPACK_SLACK, at most WBG_NRI_UNPACK_BYTES_MAX
+ * (a real Synchronize of strings unpacks to about its size; one of empty
+ * map entries to 24 times it) */
+#define WBG_NRI_UNPACK_FACTOR 16u
+#define WBG_NRI_UNPACK_SLACK (64u << 10)
+#define WBG_NRI_UNPACK_BYTES_MAX (32u << 20)
 
 /* A container as NRI told it, its pod's names resolved. Strings are
  * never NULL ("" where NRI said nothing); valid for the call only. */
@@ -76,6 +83,7 @@ enum wbg_nri_error {
 	WBG_NRI_ERR_HANGUP,     /* the runtime closed the connection */
 	WBG_NRI_ERR_WRITE,      /* an answer could not be written (a runtime that does not read) */
 	WBG_NRI_ERR_TABLE_FULL, /* a pod or a deferred container over its table's bound: not kept */
+	WBG_NRI_ERR_TOO_BIG,    /* a message that unpacks past its budget (WBG_NRI_UNPACK_*) */
 	_WBG_NRI_ERROR_MAX,
 };
 

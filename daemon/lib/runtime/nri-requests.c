@@ -96,9 +96,72 @@ static int answer(struct wbg_nri *n, uint32_t stream, const ProtobufCMessage *m,
 }
 
 
+
+/* protobuf-c's allocations for one message, within a budget of its size on
+ * the wire: a map entry of 2 bytes there is a struct and a pointer of 48
+ * unpacked, so a 4 MiB message of empty annotations would take over 100 MiB
+ * of heap. Past it the unpack fails (and the message is refused). */
+struct unpack_budget {
+	ProtobufCAllocator a;
+	size_t left;
+	bool exceeded;
+};
+
+#define UNPACK_HEADER 16 /* the block's size before it, keeping max_align_t's alignment */
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct unpack_budget *b = data;
+	char *p;
+
+	if (size > b->left || size > SIZE_MAX - UNPACK_HEADER) {
+		b->exceeded = true;
+		return NULL;
+	}
+	p = malloc(size + UNPACK_HEADER);
+	if (!p)
+		return NULL;
+	memcpy(p, &size, sizeof(size));
+	b->left -= size;
+	return p + UNPACK_HEADER;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+	struct unpack_budget *b = data;
+	size_t size;
+
+	if (!ptr)
+		return;
+	memcpy(&size, (char *)ptr - UNPACK_HEADER, sizeof(size));
+	b->left += size;
+	free((char *)ptr - UNPACK_HEADER);
+}
+
+static void budget_init(struct unpack_budget *b, size_t wire_len)
+{
+	size_t left = wire_len > (WBG_NRI_UNPACK_BYTES_MAX - WBG_NRI_UNPACK_SLACK) / WBG_NRI_UNPACK_FACTOR
+			      ? WBG_NRI_UNPACK_BYTES_MAX
+			      : wire_len * WBG_NRI_UNPACK_FACTOR + WBG_NRI_UNPACK_SLACK;
+
+	*b = (struct unpack_budget){ .a = { .alloc = budget_alloc, .free = budget_free, .allocator_data = b },
+				     .left = left };
+}
+
+/* A message that did not unpack: over its budget (counted, named) or bad. */
+static int undecoded(struct wbg_nri *n, const struct unpack_budget *b, const char *what, size_t wire_len)
+{
+	if (b->exceeded)
+		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_TOO_BIG,
+				 "%s's message of %zu bytes unpacks past its budget (%ux, at most %u MiB)", what, wire_len,
+				 WBG_NRI_UNPACK_FACTOR, WBG_NRI_UNPACK_BYTES_MAX >> 20);
+	return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s's message does not decode", what);
+}
+
 static int on_runtime_reply(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret)
 {
 	Ttrpc__Response *rsp;
+	struct unpack_budget b;
 	int r = 0;
 
 	if (m->type != NRI_TTRPC_RESPONSE)
@@ -107,13 +170,14 @@ static int on_runtime_reply(struct wbg_nri *n, const struct nri_message *m, enum
 	if (m->stream != REGISTER_STREAM || n->registered)
 		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a reply on stream %u, to no call",
 				     m->stream);
-	rsp = ttrpc__response__unpack(NULL, m->len, m->data);
+	budget_init(&b, m->len);
+	rsp = ttrpc__response__unpack(&b.a, m->len, m->data);
 	if (!rsp)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "RegisterPlugin's reply does not decode");
+		return undecoded(n, &b, "RegisterPlugin's reply", m->len);
 	if (rsp->status && rsp->status->code != 0)
 		r = stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_REFUSED, "the runtime refused the registration: %.120s",
 				  rsp->status->message ? rsp->status->message : "");
-	ttrpc__response__free_unpacked(rsp, NULL);
+	ttrpc__response__free_unpacked(rsp, &b.a);
 	if (r < 0)
 		return r;
 	n->registered = true;
@@ -130,19 +194,21 @@ static int out_of_order(struct wbg_nri *n, const char *method)
 static int configure(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p, enum nri_event *ret)
 {
 	Nri__Pkg__Api__V1alpha1__ConfigureRequest *req;
+	struct unpack_budget b;
 	Nri__Pkg__Api__V1alpha1__ConfigureResponse rsp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
 	int r;
 
 	if (!allowed(n, NRI_EV_CONFIGURE))
 		return out_of_order(n, "Configure");
-	req = nri__pkg__api__v1alpha1__configure_request__unpack(NULL, p->len, p->data);
+	budget_init(&b, p->len);
+	req = nri__pkg__api__v1alpha1__configure_request__unpack(&b.a, p->len, p->data);
 	if (!req)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Configure's message does not decode");
+		return undecoded(n, &b, "Configure", p->len);
 	snprintf(n->runtime, sizeof(n->runtime), "%.64s %.64s", req->runtime_name ? req->runtime_name : "",
 		 req->runtime_version ? req->runtime_version : "");
 	log_info("NRI: configured by %s (NRI %s), events 0x%x", n->runtime,
 		 req->nri_version && *req->nri_version ? req->nri_version : "v0.8 or older", WBG_NRI_EVENT_MASK);
-	nri__pkg__api__v1alpha1__configure_request__free_unpacked(req, NULL);
+	nri__pkg__api__v1alpha1__configure_request__free_unpacked(req, &b.a);
 	rsp.events = WBG_NRI_EVENT_MASK;
 	r = answer(n, stream, &rsp.base, 0, NULL);
 	if (r < 0)
@@ -241,6 +307,7 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 {
 	size_t entries = 0;
 	Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req;
+	struct unpack_budget b;
 	Nri__Pkg__Api__V1alpha1__SynchronizeResponse rsp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
 	enum nri_event ev;
 	int r;
@@ -251,12 +318,13 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL,
 				 "a Synchronize part of %zu pods and containers (at most %u)", entries,
 				 WBG_NRI_SYNC_ENTRIES_MAX);
-	req = nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, p->len, p->data);
+	budget_init(&b, p->len);
+	req = nri__pkg__api__v1alpha1__synchronize_request__unpack(&b.a, p->len, p->data);
 	if (!req)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "Synchronize's message does not decode");
+		return undecoded(n, &b, "Synchronize", p->len);
 	ev = req->more ? NRI_EV_SYNC_PART : NRI_EV_SYNC_LAST;
 	if (!allowed(n, ev)) {
-		nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+		nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, &b.a);
 		return out_of_order(n, "Synchronize");
 	}
 	for (size_t i = 0; i < req->n_pods; i++) {
@@ -289,7 +357,7 @@ static int synchronize(struct wbg_nri *n, uint32_t stream, const ProtobufCBinary
 		nri_pods_clear(&n->pods);
 	}
 	rsp.more = req->more;
-	nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+	nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, &b.a);
 	r = answer(n, stream, &rsp.base, 0, NULL);
 	if (r < 0)
 		return r;
@@ -345,28 +413,32 @@ static void event(struct wbg_nri *n, int kind, const NriPod *pod, const NriConta
 static int state_change(struct wbg_nri *n, uint32_t stream, const ProtobufCBinaryData *p)
 {
 	Nri__Pkg__Api__V1alpha1__StateChangeEvent *req;
+	struct unpack_budget b;
 
 	if (!allowed(n, NRI_EV_EVENT))
 		return out_of_order(n, "StateChange");
-	req = nri__pkg__api__v1alpha1__state_change_event__unpack(NULL, p->len, p->data);
+	budget_init(&b, p->len);
+	req = nri__pkg__api__v1alpha1__state_change_event__unpack(&b.a, p->len, p->data);
 	if (!req)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "StateChange's message does not decode");
+		return undecoded(n, &b, "StateChange", p->len);
 	event(n, req->event, req->pod, req->container);
-	nri__pkg__api__v1alpha1__state_change_event__free_unpacked(req, NULL);
+	nri__pkg__api__v1alpha1__state_change_event__free_unpacked(req, &b.a);
 	return answer(n, stream, NULL, 0, NULL);
 }
 
 static int dedicated(struct wbg_nri *n, uint32_t stream, const char *method, int kind, const ProtobufCBinaryData *p)
 {
 	PodContainerRequest *req;
+	struct unpack_budget b;
 
 	if (!allowed(n, NRI_EV_EVENT))
 		return out_of_order(n, method);
-	req = nri__pkg__api__v1alpha1__pod_container_request__unpack(NULL, p->len, p->data);
+	budget_init(&b, p->len);
+	req = nri__pkg__api__v1alpha1__pod_container_request__unpack(&b.a, p->len, p->data);
 	if (!req)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "%s's message does not decode", method);
+		return undecoded(n, &b, method, p->len);
 	event(n, kind, req->pod, req->container);
-	nri__pkg__api__v1alpha1__pod_container_request__free_unpacked(req, NULL);
+	nri__pkg__api__v1alpha1__pod_container_request__free_unpacked(req, &b.a);
 	return answer(n, stream, NULL, 0, NULL);
 }
 
@@ -410,13 +482,16 @@ static int dispatch(struct wbg_nri *n, uint32_t stream, const Ttrpc__Request *re
 
 static int on_request(struct wbg_nri *n, const struct nri_message *m, enum nri_event *ret)
 {
-	Ttrpc__Request *req = ttrpc__request__unpack(NULL, m->len, m->data);
+	struct unpack_budget b;
+	Ttrpc__Request *req;
 	int r;
 
+	budget_init(&b, m->len);
+	req = ttrpc__request__unpack(&b.a, m->len, m->data);
 	if (!req)
-		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_PROTOCOL, "a ttrpc request does not decode");
+		return undecoded(n, &b, "a ttrpc request", m->len);
 	r = dispatch(n, m->stream, req, ret);
-	ttrpc__request__free_unpacked(req, NULL);
+	ttrpc__request__free_unpacked(req, &b.a);
 	if (r == -ENOBUFS || r == -EMSGSIZE)
 		return stop_feed(n, PENDING_BROKEN, WBG_NRI_ERR_WRITE, "the runtime does not read its answers");
 	return r;

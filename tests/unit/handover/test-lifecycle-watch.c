@@ -325,6 +325,23 @@ static void test_bounds(void)
 	CHECK(lc.watch.n == 3, "a tenant past watch_max_per_tenant: another tenant still watched");
 	teardown();
 
+	/* a pod's container that names cgroups below its own after pods (any
+	 * uid) is still its pod's one tenant: its third removal is past the
+	 * share */
+	setup(true);
+	lc.params.watch.max_per_tenant = 2;
+	for (int i = 0; i < 3; i++) {
+		char p[256];
+
+		snprintf(p, sizeof(p),
+			 "kubepods/burstable/pod6b9c4b2e-1f3a-4c5d-9e8f-0a1b2c3d4e5f/3f2a9c1d7e6b5a4f/pod%08d-0000-4000-8000-00000000000%d",
+			 i, i);
+		(void)watched(21 + i, p);
+	}
+	CHECK(world.n_sub == 1 && lc.watch.share.refused[WBG_SHARE_TENANT] == 1,
+	      "nested cgroups named after pods below a container: one tenant, its third removal past its share");
+	teardown();
+
 	/* a few tenants together cannot take every slot either: 16 slots are
 	 * floors of 1 for 8 tenants and a pool of 8 */
 	setup(true);
@@ -344,21 +361,22 @@ static void test_bounds(void)
 	CHECK(lc.watch.share.pooled == 8, "the pool's slots all taken again");
 	teardown();
 	{
-		struct wbg_identity a, b, c, d;
+		static const char *pod = "kubepods.slice/kubepods-burstable.slice/"
+					 "kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/cri-containerd-1.scope";
+		char nested[512];
 
-		cgroup_identity_parse("kubepods.slice/kubepods-burstable.slice/"
-				      "kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/cri-containerd-1.scope", &a);
-		cgroup_identity_parse("kubepods.slice/kubepods-burstable.slice/"
-				      "kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/cri-containerd-1.scope/x/y", &b);
-		cgroup_identity_parse("user.slice/user-1000.slice/user@1000.service/app.slice/a.scope", &c);
-		cgroup_identity_parse("user.slice/user-1000.slice/user@1000.service/app.slice/b.scope", &d);
-		CHECK(handover_tenant("p1", &a) == handover_tenant("p2", &b),
-		      "tenants: a pod, whatever its container creates below");
-		CHECK(handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/a.scope", &c) ==
-			      handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/b.scope", &d),
+		snprintf(nested, sizeof(nested), "%s/kubepods-burstable-pod11111111_2222_4333_8444_555555555555.slice/y",
+			 pod);
+		CHECK(handover_tenant(pod) == handover_tenant(nested),
+		      "tenants: a pod, whatever its container creates below (a cgroup named after another pod included)");
+		CHECK(handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/a.scope") ==
+			      handover_tenant("user.slice/user-1000.slice/user@1000.service/app.slice/b.scope"),
 		      "tenants: a user's manager");
-		CHECK(handover_tenant("system.slice/a.service/x", &d) != handover_tenant("system.slice/b.service", &d),
+		CHECK(handover_tenant("system.slice/a.service/x") != handover_tenant("system.slice/b.service"),
 		      "tenants: a service's subtree, not another service's");
+		CHECK(handover_tenant("system.slice/a.service/pod11111111-2222-4333-8444-555555555555") ==
+			      handover_tenant("system.slice/a.service"),
+		      "tenants: a service's cgroup named after a pod is its service's");
 	}
 
 	setup(true);

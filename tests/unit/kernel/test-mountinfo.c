@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "mountinfo.h"
@@ -43,6 +44,25 @@ int main(void)
 		      "the filesystem a directory is on (verify's --dir): /proc is %s", t);
 		CHECK(mountinfo_dir_fstype("/proc/self/mountinfo", "/nonexistent/x", t, sizeof(t)) == -ENOENT,
 		      "a missing directory: -ENOENT");
+	}
+	{
+		/* an overlay's writes go to its upper layer, escaped as the
+		 * kernel escapes option values; a lower-only one has none */
+		static const char ov[] =
+			"40 22 0:101 / /run/c/1/rootfs rw - overlay overlay rw,lowerdir=/l1:/l2,upperdir=/tmp/up\\054per\\040dir,workdir=/w\n"
+			"41 22 0:102 / /run/c/2/rootfs ro - overlay overlay ro,lowerdir=/l1:/l2\n"
+			"42 22 0:103 / /run/c/3/rootfs rw - overlay overlay rw,upperdir=/proc,workdir=/w\n";
+		struct stat st;
+		dev_t d = 0;
+
+		CHECK(mountinfo_parse(ov, &m) == 0 && m.n == 3 && m.v[0].upper && strcmp(m.v[0].upper, "/tmp/up,per dir") == 0,
+		      "an overlay's upperdir, unescaped (%s)", m.n ? m.v[0].upper : "-");
+		CHECK(!m.v[1].upper, "a lower-only overlay: no upper layer");
+		CHECK(mountinfo_overlay_upper_dev(&m, makedev(0, 102), &d) == -ENOENT, "... nothing to key it by: -ENOENT");
+		CHECK(stat("/proc", &st) == 0 && mountinfo_overlay_upper_dev(&m, makedev(0, 103), &d) == 0 && d == st.st_dev,
+		      "the device of the filesystem its upper layer is on");
+		CHECK(mountinfo_overlay_upper_dev(&m, makedev(254, 0), &d) == -ENOENT, "not an overlay: -ENOENT");
+		mountinfo_free(&m);
 	}
 	return tap_done();
 }

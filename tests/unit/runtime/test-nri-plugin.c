@@ -478,6 +478,34 @@ int main(void)
 		}
 	}
 	{
+		/* one pod of 60,000 empty annotations: 120 KiB on the wire, a
+		 * struct and a pointer each unpacked (2.9 MiB, 24 times it):
+		 * past the budget, refused and counted, nothing kept */
+		enum { N = 60000 };
+		Pod *p = fake_pod("p-big", "big", "shop", "", NULL);
+		Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry *ents = calloc(N, sizeof(*ents)), **v = calloc(N, sizeof(*v));
+		Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry **keep = p->annotations;
+		size_t keep_n = p->n_annotations;
+		uint64_t before = err(n, WBG_NRI_ERR_TOO_BIG);
+
+		for (size_t i = 0; i < N; i++) {
+			nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&ents[i]);
+			v[i] = &ents[i];
+		}
+		p->annotations = v;
+		p->n_annotations = N;
+		w.n_rep = 0;
+		CHECK(connect_and_register(n, 0) == 0 && reply_ok(configure(n)), "configured, for a pod of empty annotations");
+		(void)sync_msg(n, &p, 1, NULL, 0, 0);
+		CHECK(nri_phase(n) == NRI_WAITING && err(n, WBG_NRI_ERR_TOO_BIG) == before + 1 && !find("p-big"),
+		      "a pod of 60,000 empty annotations: past the unpack budget, closed, counted as too_big");
+		p->annotations = keep;
+		p->n_annotations = keep_n;
+		fake_free_pod(p);
+		free(ents);
+		free(v);
+	}
+	{
 		/* a container whose pod never comes, and a pod table over its
 		 * bound: reported without names, counted */
 		Pod **pods = calloc(WBG_NRI_PODS_MAX + 1, sizeof(*pods));

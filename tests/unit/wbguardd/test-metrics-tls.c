@@ -8,6 +8,7 @@
  * addresses, removed by a guard process whatever ends the test). Bad web
  * configs are refused naming the file and the field. Each check that lacks
  * a tool is skipped, never passed. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -33,6 +34,22 @@
 
 static char dir[64], ns_srv[32], ns_cli[32];
 
+/* free() of this build's objects (meson links this test with
+ * --wrap=free): what a watched block held when it was freed */
+void __real_free(void *p);
+void __wrap_free(void *p);
+static const char *freed_watch;
+static size_t freed_len, freed_nonzero = SIZE_MAX;
+void __wrap_free(void *p)
+{
+	if (p && p == freed_watch) {
+		freed_nonzero = 0;
+		for (size_t i = 0; i < freed_len; i++)
+			freed_nonzero += ((const char *)p)[i] != 0;
+	}
+	__real_free(p);
+}
+
 static void write_nothing(FILE *f, void *userdata)
 {
 	fputs("wbguard_x 1\n", f);
@@ -56,6 +73,19 @@ __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 		return -1;
 	r = system(cmd);
 	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
 }
 
 static bool have(const char *tool)
@@ -167,6 +197,17 @@ static void bad_configs(const char *hash)
 	refused("clientca.yml", "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  client_ca_file: a.crt\n",
 		"tls_server_config.client_ca_file");
 	refused("syntax.yml", "tls_server_config:\n  cert_file: [a.crt\n", "(YAML)");
+	{
+		/* the same hash at cost 14: every stranger's guess 2 s of CPU */
+		_cleanup_free_ char *costly = NULL, *h = strdup(hash);
+
+		if (h && strlen(h) > 7) {
+			memcpy(h + 4, "14", 2);
+			if (asprintf(&costly, "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n"
+					      "basic_auth_users:\n  prom: %s\n", h) >= 0)
+				refused("cost.yml", costly, "basic_auth_users.prom");
+		}
+	}
 }
 
 /* The guard: removes the namespaces and the folder once this process is
@@ -284,6 +325,17 @@ int main(void)
 	pid_t g;
 
 	log_set_max_level(-1);
+	{
+		/* the private key is wiped before its memory goes back */
+		struct wbg_web_config k = { .key_pem = strdup("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIE\n") };
+
+		freed_watch = k.key_pem;
+		freed_len = k.key_pem ? strlen(k.key_pem) : 0;
+		web_config_done(&k);
+		CHECK(freed_len > 0 && freed_nonzero == 0, "the TLS key zeroed before it is freed (%zu of %zu bytes not)",
+		      freed_nonzero, freed_len);
+		freed_watch = NULL;
+	}
 	/* named before the guard starts: it removes these */
 	snprintf(ns_srv, sizeof(ns_srv), "wbgtls-s%d", getpid() % 100000);
 	snprintf(ns_cli, sizeof(ns_cli), "wbgtls-c%d", getpid() % 100000);
@@ -331,6 +383,14 @@ int main(void)
 	CHECK(r >= 1, "10 guesses in a row: %d answered 429", r);
 	r = curl(e, NULL, url, ca, "prom:secret");
 	CHECK(r == 200, "meanwhile the right credentials: %d", r);
+	/* a reload (the same file): the scraper's success is kept, so a
+	 * stranger guessing meanwhile does not keep it out */
+	r = load(&w, "web.yml", err, sizeof(err));
+	CHECK(r == 0 && metrics_http_set_web(&m, &w) == 0, "a reload of web.yml");
+	for (int i = 0; i < 6; i++)
+		(void)curl(e, NULL, url, ca, "prom:guess");
+	r = curl(e, NULL, url, ca, "prom:secret");
+	CHECK(r == 200, "after the reload, while a stranger guesses: the right credentials at the first try: %d", r);
 	/* a local user of allow_users needs no credentials; one who sends
 	 * them is judged by them */
 	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
@@ -340,6 +400,21 @@ int main(void)
 	sleep(3); /* the bucket refilled */
 	r = curl(e, NULL, url, ca, "prom:wrong");
 	CHECK(r == 401, "a wrong password from uid %s, in allow_users: %d", uid, r);
+
+	/* a reload whose new certificate libmicrohttpd refuses (here its
+	 * priority string) after the old server was quiesced: the old one
+	 * serves again on the same socket, and no descriptor is left over */
+	{
+		int before = count_fds();
+
+		put("web-b.yml", "tls_server_config:\n  cert_file: b.crt\n  key_file: b.key\nbasic_auth_users:\n");
+		r = load(&w, "web-b.yml", err, sizeof(err));
+		w.priorities = "NO-SUCH-PRIORITY";
+		CHECK(r == 0 && metrics_http_set_web(&m, &w) < 0, "a new certificate that does not serve: the reload fails");
+		r = curl(e, NULL, url, ca, NULL);
+		CHECK(r == 200, "... and a.crt still serves on the same port: %d", r);
+		CHECK(count_fds() == before, "... with no descriptor left over (%d, %d before)", count_fds(), before);
+	}
 
 	/* a reload with a new certificate: the same socket, the new one served */
 	put("web-b.yml", "tls_server_config:\n  cert_file: b.crt\n  key_file: b.key\nbasic_auth_users:\n");

@@ -191,6 +191,28 @@ check "no state file left" test ! -e /run/wbguard/sysctl.json
 kill $g; wait $g 2>/dev/null
 rmdir /sys/fs/cgroup/wbgtest/g /sys/fs/cgroup/wbgtest 2>/dev/null
 
+# A local user squatting on the node lock: the file readable, as an older
+# wbguardd made it, and a read lock of nobody's on it (an OFD read lock
+# conflicts with the daemon's write lock). The next start takes a new file
+# and runs; the user cannot open the new one.
+lock=/run/wbguard/wbguardd.lock
+chmod 0644 $lock
+setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import fcntl, struct, sys, time
+f = open(sys.argv[1])
+fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack("hhqqixxxx", fcntl.F_RDLCK, 0, 0, 0, 0))
+print("held", flush=True)
+time.sleep(600)' $lock >/tmp/squat.txt 2>&1 &
+sq=$!
+i=0; while ! grep -q held /tmp/squat.txt && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+systemctl start wbguard.service
+check "a local user's read lock on the old lock file ($(head -c 80 /tmp/squat.txt)) does not keep wbguardd from starting" \
+	sh -c "systemctl is-active --quiet wbguard.service && journalctl -u wbguard.service | grep -q 'held by no wbguardd (a read lock.*replacing it'"
+check "... whose new lock file is 0600: the user cannot open it ($(stat -c %a $lock))" \
+	sh -c "test \$(stat -c %a $lock) = 600 && ! setpriv --reuid=65534 --regid=65534 --clear-groups cat $lock 2>/dev/null"
+kill $sq 2>/dev/null; wait $sq 2>/dev/null
+systemctl stop wbguard.service
+
 systemd-analyze security wbguard.service --no-pager >/wbg-out/security.txt 2>&1
 exposure=$(sed -n 's/.*Overall exposure level for wbguard.service: \([0-9.]*\).*/\1/p' /wbg-out/security.txt)
 echo "# systemd-analyze security: exposure $exposure"
