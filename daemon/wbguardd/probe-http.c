@@ -49,13 +49,22 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	struct wbg_probe_http *p = cls;
 	const union MHD_ConnectionInfo *info;
 	uid_t uid;
+	int r;
 
 	if (toe != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
 	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	/* a remote peer (-ENOENT: not in this namespace) is the kubelet of a
-	 * pod network's node address; a local one must be root or us */
-	if (!info || tcp_peer_uid(info->connect_fd, &uid) < 0 || uid == 0 || uid == geteuid())
+	if (!info)
+		return;
+	/* The kubelet probes the DaemonSet's hostNetwork pod (and a unit's
+	 * probes run) from this network namespace as root: a peer that is
+	 * not in it (-ENOENT: another node, a pod's own namespace) or a local
+	 * user other than root and us is shut. A lookup that fails otherwise
+	 * answers, as before there was one. No limit per address: the peers
+	 * answered are root's, and one would let a local user's reconnect
+	 * storm on 127.0.0.1 crowd the kubelet's probes out of theirs. */
+	r = tcp_peer_uid(info->connect_fd, &uid);
+	if ((r < 0 && r != -ENOENT) || (r >= 0 && (uid == 0 || uid == geteuid())))
 		return;
 	atomic_fetch_add(&p->refused, 1);
 	(void)shutdown(info->connect_fd, SHUT_RDWR);
@@ -167,7 +176,8 @@ void probe_http_metrics(FILE *f, const struct wbg_probe_http *p)
 		       "/livez and /readyz answers of the probe listener's own thread ([metrics] probe_listen).",
 		       atomic_load(&p->answered));
 	metric_counter(f, "wbguard_probe_refused_total",
-		       "Probe connections of a local user other than root and wbguardd's, shut at once.",
+		       "Probe connections of a local user other than root and wbguardd's, or from another network "
+		       "namespace, shut at once.",
 		       atomic_load(&p->refused));
 	metric_counter(f, "wbguard_probe_stale_total",
 		       "Probe answers given while the event loop's heartbeat was older than 30 s (stuck).",

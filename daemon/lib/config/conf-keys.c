@@ -133,7 +133,7 @@ static const struct wbg_conf_key keys[] = {
 		 "reload, which a bad file refuses. Empty: plain HTTP. See docs/operations.md, remote scraping." },
 	{ .section = "metrics", .key = "probe_listen", .def = "off", .type = WBG_CONF_LISTEN, .offset = F(metrics_probe_listen),
 	  .size = S(metrics_probe_listen), .flags = WBG_CONF_RESTART,
-	  .doc = "/livez and /readyz answered by a thread of their own (root's and our user's peers), or off." },
+	  .doc = "/livez and /readyz answered by a thread of their own (root's and our user's peers in this network namespace), or off." },
 	{ .section = "metrics", .key = "textfile", .type = WBG_CONF_TEXTFILE, .offset = F(metrics_textfile), .size = S(metrics_textfile),
 	  .flags = WBG_CONF_RESTART, .doc = "A node_exporter textfile written atomically; empty: none." },
 	{ .section = "metrics", .key = "nfd_features_file", .type = WBG_CONF_FEATURE_FILE, .offset = F(metrics_nfd_features),

@@ -135,6 +135,33 @@ int main(void)
 		      "uid 65534's connection: shut, no answer, counted");
 	}
 	probe_http_stop(&p);
+	if (geteuid() != 0 || system("command -v ip >/dev/null") != 0)
+		printf("ok %d # SKIP a peer in another network namespace: needs root and ip\n", ++tap_n);
+	else {
+		/* a peer in a network namespace of its own, over a veth: shut */
+		char cmd[1024], ns[16];
+		int p2 = free_port();
+
+		snprintf(ns, sizeof(ns), "wbgprobe%d", getpid() % 100000);
+		snprintf(listen, sizeof(listen), "0.0.0.0:%d", p2);
+		snprintf(cmd, sizeof(cmd),
+			 "ip netns add %s && ip link add %sa type veth peer name %sb && ip link set %sb netns %s && "
+			 "ip addr add 10.251.%d.1/30 dev %sa && ip link set %sa up && "
+			 "ip -n %s addr add 10.251.%d.2/30 dev %sb && ip -n %s link set %sb up",
+			 ns, ns, ns, ns, ns, getpid() % 250, ns, ns, ns, getpid() % 250, ns, ns, ns);
+		code = system(cmd);
+		CHECK(code == 0 && probe_http_start(&p, e, listen, is_ready, NULL) == 0,
+		      "a namespace %s, a veth to it; the probes on %s", ns, listen);
+		snprintf(cmd, sizeof(cmd),
+			 "test \"$(ip netns exec %s curl -s -o /dev/null -w %%{http_code} --max-time 3 "
+			 "http://10.251.%d.1:%d/livez)\" = 000",
+			 ns, getpid() % 250, p2);
+		CHECK(code == 0 && system(cmd) == 0 && atomic_load(&p.refused) == 1,
+		      "a peer in another network namespace: shut, no answer, counted");
+		probe_http_stop(&p);
+		snprintf(cmd, sizeof(cmd), "ip link del %sa 2>/dev/null; ip netns del %s 2>/dev/null", ns, ns);
+		(void)system(cmd);
+	}
 	sd_event_unref(e);
 	return tap_done();
 }
