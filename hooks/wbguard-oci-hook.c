@@ -41,7 +41,6 @@
 #include <linux/magic.h>
 #include <systemd/sd-bus.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-runtime.h"
 #include "wbg-flush.h"
 #include "wbg-kernel.h"

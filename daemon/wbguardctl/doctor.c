@@ -16,7 +16,6 @@
 #include <sys/statfs.h>
 #include <json-c/json.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-config.h"
 #include "doctor.h"
 #include "wbg-flush.h"

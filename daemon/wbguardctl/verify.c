@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <linux/loop.h>
 
+#include "wbg-flush.h"
 #include "wbg-kernel.h"
 #include "wbg-cgroup.h"
-#include "wbg-handover.h"
 #include "wbg-base.h"
 #include "verify.h"
 

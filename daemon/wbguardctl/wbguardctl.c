@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "wbg-kernel.h"
 #include "doctor.h"

@@ -11,7 +11,6 @@
 #include <linux/magic.h>
 #include <sys/statfs.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-config.h"
 #include "wbg-base.h"
 #include "manager.h"

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-#include "wbg-config.h"
 #include "wbg-base.h"
 #include "metrics-http.h"
 #include "peer-cred.h"

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include "nri-fake-runtime.h"
-#include "wbg-runtime.h"
 
 typedef Nri__Pkg__Api__V1alpha1__PodSandbox Pod;
 typedef Nri__Pkg__Api__V1alpha1__Container Ctr;

@@ -2,7 +2,6 @@
 /* What wbguardd reads from the kernel: memory.stat and cgroup.events (keyed
  * files), mountinfo, debugfs wb_stats, uevents. The first byte picks which. */
 #include "wbg-kernel.h"
-#include "wbg-cgroup.h"
 #include "fuzz.h"
 #include "wbg-base.h"
 

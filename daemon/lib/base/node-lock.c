@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "wbg-cgroup.h"
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "node-lock.h"

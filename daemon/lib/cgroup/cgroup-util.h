@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "wbg-base.h"
 
 /* root: cgroupfs mount; path: cgroup relative to it ("" is the root). */
 int cg_read_keyed_u64(const char *root, const char *path, const char *file, const char *key,

@@ -11,7 +11,6 @@
 #include <sys/eventfd.h>
 #include <sys/sysmacros.h>
 
-#include "wbg-cgroup.h"
 #include "flush-pool.h"
 #include "wbg-base.h"
 

@@ -10,7 +10,6 @@
 
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
-#include "wbg-base.h"
 
 uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
 {

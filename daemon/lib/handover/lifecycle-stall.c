@@ -9,7 +9,6 @@
 #include <search.h>
 #include <sys/sysmacros.h>
 
-#include "wbg-cgroup.h"
 #include "lifecycle-internal.h"
 #include "wbg-base.h"
 

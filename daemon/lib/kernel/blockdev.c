@@ -11,7 +11,6 @@
 #include <sys/sysmacros.h>
 
 #include "blockdev.h"
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 
 struct bdev {

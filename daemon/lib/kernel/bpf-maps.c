@@ -11,7 +11,6 @@
 #include <bpf/libbpf.h>
 
 #include "bpf-internal.h"
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 
 int wbg_bpf_attached(const struct wbg_bpf *b, const char *prog)

@@ -14,7 +14,6 @@
 #include <bpf/libbpf.h>
 
 #include "bpf-programs.h"
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "wbguard.skel.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "blockdev.h"
 #include "mountinfo.h"

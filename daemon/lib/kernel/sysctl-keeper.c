@@ -6,7 +6,6 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "sysctl-keeper.h"
 

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "wbg-metrics.h"
 #include "verdict.h"

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "wbstats.h"
 

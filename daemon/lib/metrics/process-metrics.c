@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "metrics.h"
 #include "process-metrics.h"

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "textfile.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "wbg-base.h"
 #include "oci.h"
 
 static struct json_object *parse_object(const char *text, size_t len, size_t max, const char *what, char *err,

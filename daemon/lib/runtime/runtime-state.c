@@ -7,7 +7,6 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "wbg-cgroup.h"
 #include "wbg-base.h"
 #include "runtime-state.h"
 

@@ -3,13 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf-keys.h"
 #include "conf.h"
 #include "wbg-flush.h"
-#include "wbg-base.h"
 #include "tap.h"
 
 static char last_err[1024];

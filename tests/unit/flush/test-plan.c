@@ -10,7 +10,6 @@
 
 #include "wbg-kernel.h"
 #include "wbg-config.h"
-#include "wbg-handover.h"
 #include "tap.h"
 
 static const char text[] = "22 1 0:21 / / rw - overlay overlay rw\n"

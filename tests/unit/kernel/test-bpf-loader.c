@@ -12,7 +12,6 @@
 
 #include "bpf-internal.h"
 #include "bpf-programs.h"
-#include "wbg-base.h"
 #include "tap.h"
 
 /* What the ring's reader was given */

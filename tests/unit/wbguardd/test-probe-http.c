@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 
-#include "wbg-base.h"
 #include "probe-http.h"
 #include "tap.h"
 
