@@ -16,28 +16,14 @@
 #     and the removed container's record carries its pod's names;
 #  h. a pod with a wbguard.io/dirty-expire annotation is written back by
 #     its own inodes while a neighbour rewrites its file: no syncfs.
-ds_manifest=$WBG_TOP/units/kubernetes/daemonset.yaml
 ds_admin=$(cat /proc/sys/vm/dirty_expire_centisecs)
-install -m 755 "$WBG_BUILD/daemon/wbguardd" /usr/local/sbin/wbguardd
-install -m 755 "$WBG_BUILD/daemon/wbguardctl" /usr/local/bin/wbguardctl
-mkdir -p /etc/wbguard /sys/fs/cgroup/kubepods/burstable
-echo +memory >/sys/fs/cgroup/kubepods/cgroup.subtree_control
-echo +memory >/sys/fs/cgroup/kubepods/burstable/cgroup.subtree_control
-rm -f /run/wbguard/handovers.jsonl
+. "$WBG_TOP/tests/vm/kube-pods.sh"
 # the admin lets the logger pod ask for its own expiry; nothing else added
-"$WBG_TOP/tests/vm/pod-to-cri" "$ds_manifest" /tmp/ds --image localhost/wbg-busybox:1 --bind-userland \
-	--extra-conf '[policy "kubepods/burstable/pod-uid-logger/*"]
-allow_annotation = yes' || echo "pod-to-cri failed" >>/wbg-out/cri-errors.txt
-cp /tmp/ds/pod.json /wbg-out/ds-pod.json; cp /tmp/ds/ctr.json /wbg-out/ds-ctr.json
 t=$(cut -d' ' -f1 /proc/uptime)
-ids=$(cri run /tmp/ds/pod.json /tmp/ds/ctr.json 2>>/wbg-out/cri-errors.txt)
-dspod=${ids% *} dsctr=${ids#* }
-check "f. the DaemonSet's pod runs through the CRI (RunPodSandbox, CreateContainer, StartContainer)" test -n "$ids"
-dslog=/tmp/ds/logs/wbguardd.log
-i=0
-while ! grep -q 'info: Watching' $dslog 2>/dev/null && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
+ds_start '[policy "kubepods/burstable/pod-uid-logger/*"]
+allow_annotation = yes'
+check "f. the DaemonSet's pod runs through the CRI (RunPodSandbox, CreateContainer, StartContainer)" test -n "$dspod"
 echo "# the DaemonSet's wbguardd watching $(since "$t") s after RunPodSandbox"
-dspid=$(pgrep -f '^/usr/local/sbin/wbguardd --config' | head -1)
 grep -E '^(Seccomp|CapEff|NoNewPrivs):' /proc/${dspid:-0}/status 2>/dev/null | sed 's/^/# wbguardd in the pod: /'
 want=$(python3 -c "
 import yaml
@@ -59,39 +45,6 @@ check "f. open by handle allowed under RuntimeDefault with CAP_DAC_READ_SEARCH (
 	test "$(metric wbguard_flush_inode_handles_available)" = 1
 check "f. its BPF programs attached in the pod" grep -q '^wbguard_bpf_program_attached{.*} 1$' /wbg-out/metrics.txt
 
-# kpod NAME: a pod in namespace shop, in the kubelet's cgroupfs layout,
-# under a 256 MiB pod-level limit (the kubelet sets the pod cgroup's
-# memory.max from its containers' limits).
-kpod() {
-	local cg=/sys/fs/cgroup/kubepods/burstable/pod-uid-$1 ann=${2:-}
-	[ -n "$ann" ] || ann='{}'
-	mkdir -p $cg /tmp/pods/$1 /tmp/out-$1 /mnt/ext4/$1
-	echo +memory >$cg/cgroup.subtree_control
-	echo 256M >$cg/memory.max
-	jq -n --arg n "$1" --argjson ann "$ann" '{
-		metadata: {name: $n, namespace: "shop", uid: ("uid-" + $n), attempt: 0},
-		log_directory: ("/tmp/pods/" + $n), labels: {app: $n}, annotations: $ann,
-		linux: {cgroup_parent: ("/kubepods/burstable/pod-uid-" + $n),
-			security_context: {namespace_options: {network: "NODE", pid: "CONTAINER", ipc: "POD"}}}
-	}' >/tmp/pods/$1.json
-}
-# kctr POD NAME ATTEMPT CMD: a container of POD running CMD with the
-# guest's libraries and the build (wbstall) bound read-only, /data its
-# hostPath directory,
-# /out where it writes its result.
-kctr() {
-	jq -n --arg p "$1" --arg n "$2" --argjson a "$3" --arg cmd "$4" --arg top "$WBG_BUILD" '{
-		metadata: {name: $n, attempt: $a}, image: {image: "localhost/wbg-busybox:1"},
-		command: ["sh", "-c", $cmd], log_path: ($n + "-" + ($a | tostring) + ".log"),
-		mounts: ([{container_path: "/data", host_path: ("/mnt/ext4/" + $p)},
-			  {container_path: "/out", host_path: ("/tmp/out-" + $p)},
-			  {container_path: $top, host_path: $top, readonly: true}] +
-			 [("/usr", "/lib", "/lib64") as $d | {container_path: $d, host_path: ("/usr" + ($d | ltrimstr("/usr"))), readonly: true}]),
-		labels: {}, annotations: {}, linux: {}
-	}' >/tmp/pods/$1-$2-$3.json
-}
-# awaitf FILE [TENTHS]: until FILE exists
-awaitf() { local i=0; while [ ! -s "$1" ] && [ $i -lt "${2:-900}" ]; do sleep 0.1; i=$((i + 1)); done; }
 W="$WBG_BUILD/tests/wbstall --here --no-bpf --dir /data --files 200 --rate 16"
 
 # g. the control: app writes 4 s worth and stays (its cgroup alive); app2,

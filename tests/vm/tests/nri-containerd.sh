@@ -19,83 +19,19 @@
 . "$WBG_TOP/tests/vm/lib.sh"
 . "$WBG_TOP/tests/vm/oci.sh"
 export WBG_FLUSH_MODE=eager
-cache=${WBGUARD_CACHE:-$HOME/.cache/wbguard}
-tree=$cache/containerd-sid
-if [ ! -s "$tree/.packages" ] || [ ! -x "$tree/usr/bin/containerd" ]; then
-	skip "nri-containerd: sid's containerd 2.1 not fetched into $tree (run tests/vm/fetch-debian-containerd on the host: tests/setup-deps.sh --lab does)"
-	exit 0
-fi
-# (each Python start costs seconds under TCG: Debian's modules looked for)
-py=/usr/lib/python3/dist-packages
-if [ ! -d $py/grpc ] || [ ! -d $py/grpc_tools ] || [ ! -d $py/google/protobuf ]; then
-	skip "nri-containerd: python3-grpcio, python3-grpc-tools or python3-protobuf not installed (tests/setup-deps.sh --lab installs them)"
+. "$WBG_TOP/tests/vm/containerd-guest.sh"
+why=$(containerd_missing)
+if [ -n "$why" ]; then
+	skip "nri-containerd: $why"
 	exit 0
 fi
 t0=$(cut -d' ' -f1 /proc/uptime)
 since() { awk -v t0="$1" '{printf "%.1f", $1 - t0}' /proc/uptime; }
 echo "# packages: $(paste -sd' ' "$tree/.packages")"
-sock=/run/containerd-wbg/containerd.sock
-cri() { "$WBG_TOP/tests/vm/cri-client" --endpoint "unix://$sock" "$@"; }
-cctr() { "$tree/usr/bin/ctr" --address "$sock" "$@"; }
-# sid's runc is built against glibc 2.38 (__isoc23_strtol): on an older
-# host (Debian 12's 2.36) the host's own runc it is.
-runc=$tree/usr/sbin/runc
-"$runc" --version >/dev/null 2>&1 || runc=$(command -v runc)
+containerd_config
 echo "# runc: $runc ($("$runc" --version 2>&1 | head -1))"
-mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
-
-# containerd 2.1 on the guest's overlay root: the native snapshotter
-# (overlay on overlay is refused), its own root and state, the CRI with our
-# pause image as the sandbox image, images unpacked (ctr's import goes
-# through the transfer service) for the native snapshotter, cgroupfs (SystemdCgroup = false), and
-# NRI on its default socket. No CNI configuration: host-network pods need
-# none (containerd logs that it found none and goes on).
-cat >/tmp/containerd.toml <<EOF
-version = 3
-root = "/var/lib/containerd-wbg"
-state = "/run/containerd-wbg"
-[grpc]
-  address = "$sock"
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "native"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "localhost/wbg-pause:1"
-[plugins.'io.containerd.transfer.v1.local']
-  [[plugins.'io.containerd.transfer.v1.local'.unpack_config]]
-    platform = "linux/amd64"
-    snapshotter = "native"
-[plugins.'io.containerd.cri.v1.runtime']
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "$runc"
-        SystemdCgroup = false
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/tmp/cni/bin"]
-    conf_dir = "/tmp/cni/net.d"
-[plugins.'io.containerd.nri.v1.nri']
-  disable = false
-  disable_connections = false
-  socket_path = "/var/run/nri/nri.sock"
-  plugin_path = "/tmp/nri/plugins"
-  plugin_config_path = "/tmp/nri/conf.d"
-  plugin_registration_timeout = "5s"
-  plugin_request_timeout = "2s"
-EOF
 cp /tmp/containerd.toml /wbg-out/
-# sid's shim (containerd-shim-runc-v2) before the host's, found in PATH
-containerd_start() {
-	PATH=$tree/usr/bin:$PATH "$tree/usr/bin/containerd" --config /tmp/containerd.toml >>/wbg-out/containerd.log 2>&1 &
-	cd_pid=$!
-	i=0
-	while ! cri version >/dev/null 2>&1 && [ $i -lt 60 ]; do
-		kill -0 $cd_pid 2>/dev/null || break
-		sleep 0.5
-		i=$((i + 1))
-	done
-}
+mkdir -p /sys/fs/cgroup/wbgtest && echo +memory >/sys/fs/cgroup/wbgtest/cgroup.subtree_control
 t=$(cut -d' ' -f1 /proc/uptime)
 containerd_start
 echo "# containerd up in $(since "$t") s"
@@ -103,21 +39,8 @@ ver=$(cri version 2>&1)
 check "containerd 2.1 runs, its CRI answers: $ver" sh -c 'echo "$1" | grep -q "^containerd 2\.1.*(CRI v1)"' _ "$ver"
 check "containerd's NRI socket /var/run/nri/nri.sock" test -S /var/run/nri/nri.sock
 
-# The images (no registry), in the CRI's namespace: our pause, busybox.
 t=$(cut -d' ' -f1 /proc/uptime)
-oci_pause_image localhost/wbg-pause:1 /tmp/pause.tar
-oci_rootfs /tmp/bbroot
-oci_image /tmp/bbroot localhost/wbg-busybox:1 '["sh"]' /tmp/busybox.tar
-for i in pause busybox; do
-	cctr -n k8s.io images import --snapshotter native /tmp/$i.tar >>/wbg-out/ctr-import.log 2>&1
-done
-# the CRI learns of them from containerd's events (each cri-client call
-# takes seconds under TCG: few of them)
-i=0
-while cri images >/wbg-out/cri-images.txt 2>&1 && [ "$(grep -c 'localhost/wbg-\(pause\|busybox\):1' /wbg-out/cri-images.txt)" -lt 2 ] && [ $i -lt 5 ]; do
-	sleep 1
-	i=$((i + 1))
-done
+containerd_images
 echo "# images built and imported in $(since "$t") s"
 check "the CRI lists the local pause and busybox images" \
 	sh -c "grep -q 'localhost/wbg-pause:1' /wbg-out/cri-images.txt && grep -q 'localhost/wbg-busybox:1' /wbg-out/cri-images.txt"
