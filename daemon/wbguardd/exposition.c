@@ -176,12 +176,13 @@ static void write_endpoint(FILE *f, const struct manager *m)
 		       m->http.forbidden);
 	metric_counter(f, "wbguard_http_unauthorized_total",
 		       "/metrics requests without valid credentials of [metrics] web_config_file's basic_auth_users "
-		       "(401), or past its few bcrypt checks a second (429).",
+		       "(401), or past its few bcrypt checks a second per peer (429).",
 		       m->http.unauthorized);
 	metric_counter(f, "wbguard_http_user_share_closes_total",
 		       "Connections closed at once: their local user (not root) already held 8, its share of the 64 "
 		       "(the probes' and the scraper's stay free).",
 		       m->http.uid_refused);
+	metrics_http_auth_metrics(f, &m->http);
 	probe_http_metrics(f, &m->probes);
 	process_metrics(f, "/proc");
 }

@@ -10,6 +10,8 @@
 #include <microhttpd.h>
 
 #include "wbg-base.h"
+#include "wbg-metrics.h"
+#include "auth-checks.h"
 #include "metrics-http.h"
 #include "peer-cred.h"
 
@@ -34,6 +36,7 @@ struct wbg_http_conn {
 };
 
 static uint64_t now_usec(const struct wbg_metrics_http *m);
+static void rearm(struct wbg_metrics_http *m);
 
 /* Whether the peer's socket belongs to an allowed user: asked once, when
  * it connected. */
@@ -86,16 +89,86 @@ int metrics_http_allow(struct wbg_metrics_http *m, const char *users)
 	return 0;
 }
 
-/* A few bcrypts a second for credentials not cached: the scraper's are
- * after its first success, so only strangers (or a new password) wait. */
-#define WBG_BCRYPT_PER_SEC 2
-#define WBG_BCRYPT_BURST 4
+/* A request whose credentials a bcrypt checks off the loop: its
+ * connection suspended meanwhile (on m->waiting), resumed with the answer.
+ * Freed by whichever ends last, the request or the check. */
+struct wbg_http_auth_req {
+	struct wbg_http_auth_req *next, *prev;
+	struct MHD_Connection *c; /* NULL once its request ended */
+	unsigned status;          /* 0 while the check runs */
+	bool checking;
+};
+
+static void waiting_unlink(struct wbg_metrics_http *m, struct wbg_http_auth_req *q)
+{
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (m->waiting == q)
+		m->waiting = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	q->next = q->prev = NULL;
+}
+
+/* A bcrypt check (submitted by authorize()) ended: remembered if it
+ * succeeded, its connection resumed with the answer. */
+static void auth_done(void *req, int result, const uint8_t digest[32], void *userdata)
+{
+	struct wbg_metrics_http *m = userdata;
+	struct wbg_http_auth_req *q = req;
+
+	q->checking = false;
+	if (result > 0)
+		web_config_remember(&m->web, digest);
+	if (!q->c) {
+		free(q); /* its request ended meanwhile (the server stopped) */
+		return;
+	}
+	q->status = result > 0 ? MHD_HTTP_OK : result == 0 ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
+	waiting_unlink(m, q);
+	MHD_resume_connection(q->c);
+	if (m->mhd) {
+		(void)MHD_run(m->mhd);
+		rearm(m);
+	}
+}
+
+/* Hands the check to the worker and suspends the connection: 0 (answer
+ * later), or 429 when the peer had its share or the queue is full. */
+static unsigned check_later(struct wbg_metrics_http *m, struct MHD_Connection *c, void **ptr, const char *user,
+			    const char *pass, const char *hash, bool known)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *peer = info ? info->client_addr : NULL;
+	struct wbg_http_auth_req *q;
+
+	if (!m->auth || !auth_checks_admit(m->auth, peer, now_usec(m)))
+		return MHD_HTTP_TOO_MANY_REQUESTS;
+	q = calloc(1, sizeof(*q));
+	if (!q || auth_checks_submit(m->auth, q, peer, user, pass, hash, known) < 0) {
+		free(q);
+		return MHD_HTTP_TOO_MANY_REQUESTS;
+	}
+	q->c = c;
+	q->checking = true;
+	q->next = m->waiting;
+	if (m->waiting)
+		m->waiting->prev = q;
+	m->waiting = q;
+	*ptr = q;
+	MHD_suspend_connection(c);
+	return 0;
+}
 
 /* /metrics's answer for this request: 200, 401, 403 or 429 (metrics-http.h
- * says how allow_users and the web config combine). */
-static unsigned authorize(struct wbg_metrics_http *m, struct MHD_Connection *c)
+ * says how allow_users and the web config combine), or 0: a bcrypt checks
+ * its credentials off the loop, the answer comes when it ends. */
+static unsigned authorize(struct wbg_metrics_http *m, struct MHD_Connection *c, void **ptr)
 {
 	char *user, *pass = NULL;
+	const char *hash = NULL;
+	bool known = false;
+	unsigned status;
 	int r;
 
 	if (!m->tls || !m->web.n_users)
@@ -103,18 +176,16 @@ static unsigned authorize(struct wbg_metrics_http *m, struct MHD_Connection *c)
 	user = MHD_basic_auth_get_username_password(c, &pass);
 	if (!user)
 		return m->restrict_users && allowed(m, c) ? MHD_HTTP_OK : MHD_HTTP_UNAUTHORIZED;
-	r = web_config_check_user(&m->web, user, pass ?: "", false);
-	if (r == -EAGAIN && rate_take(&m->bcrypt_rate, WBG_BCRYPT_PER_SEC, WBG_BCRYPT_BURST, now_usec(m)))
-		r = web_config_check_user(&m->web, user, pass ?: "", true);
-	if (r <= 0)
-		log_debug("/metrics: credentials of '%s' %s", user, r == -EAGAIN ? "not checked: too many tries" :
-			  "refused");
+	r = web_config_check_user(&m->web, user, pass ?: "", &hash, &known);
+	status = r > 0 ? MHD_HTTP_OK : r == 0 ? MHD_HTTP_UNAUTHORIZED : check_later(m, c, ptr, user, pass ?: "", hash, known);
+	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+		log_debug("/metrics: credentials of '%s' not checked: too many tries", user);
 	MHD_free(user);
 	if (pass) {
 		explicit_bzero(pass, strlen(pass));
 		MHD_free(pass);
 	}
-	return r > 0 ? MHD_HTTP_OK : r == -EAGAIN ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_UNAUTHORIZED;
+	return status;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -130,11 +201,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return MHD_NO;
+	if (*ptr) /* resumed: its check has ended */
+		status = ((struct wbg_http_auth_req *)*ptr)->status;
+	else if (strcmp(url, "/metrics") == 0 && (status = authorize(m, c, ptr)) == 0)
+		return MHD_YES; /* suspended until its bcrypt ends */
 	f = open_memstream(&buf, &n);
 	if (!f)
 		return MHD_NO;
-	if (strcmp(url, "/metrics") == 0)
-		status = authorize(m, c);
 	if (status == MHD_HTTP_FORBIDDEN) {
 		m->forbidden++;
 		fputs("forbidden: see [metrics] allow_users\n", f);
@@ -176,8 +249,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	MHD_destroy_response(resp);
 	return ret;
 }
-
-static void rearm(struct wbg_metrics_http *m);
 
 static uint64_t now_usec(const struct wbg_metrics_http *m)
 {
@@ -259,7 +330,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	struct wbg_metrics_http *m = cls;
 	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct wbg_http_conn *k = info ? info->socket_context : NULL;
+	struct wbg_http_auth_req *q = *con_cls;
 
+	if (q) {
+		waiting_unlink(m, q);
+		if (q->checking)
+			q->c = NULL; /* the check frees it */
+		else
+			free(q);
+		*con_cls = NULL;
+	}
 	if (!k)
 		return;
 	conn_unlink(m, k);
@@ -343,7 +423,7 @@ static int serve(struct wbg_metrics_http *m, int fd)
 	if (m->tls) {
 		/* the PEM in memory: a reload has checked it loads, and the
 		 * files may be readable only by root before a drop of rights */
-		flags |= MHD_USE_TLS;
+		flags |= MHD_USE_TLS | MHD_ALLOW_SUSPEND_RESUME;
 		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, m->web.cert_pem);
 		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, m->web.key_pem);
 		OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)m->web.priorities);
@@ -382,6 +462,12 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 	snprintf(m->listen, sizeof(m->listen), "%s", listen);
 	if (m->tls && !MHD_is_feature_supported(MHD_FEATURE_TLS))
 		return log_error_errno(EOPNOTSUPP, "[metrics] web_config_file: this libmicrohttpd has no TLS");
+	/* basic auth's bcrypts, off the loop (a reload may add users) */
+	if (m->tls) {
+		r = auth_checks_new(event, auth_done, m, &m->auth);
+		if (r < 0)
+			return log_error_errno(r, "Cannot start the metrics server's credential checks");
+	}
 	r = serve(m, -1);
 	if (r < 0)
 		return r;
@@ -392,6 +478,16 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 
 static void unserve(struct wbg_metrics_http *m)
 {
+	/* requests whose bcrypt still runs: answered 503, the server goes */
+	while (m->waiting) {
+		struct wbg_http_auth_req *q = m->waiting;
+
+		q->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		waiting_unlink(m, q);
+		MHD_resume_connection(q->c);
+	}
+	if (m->mhd && m->io_source)
+		(void)MHD_run(m->mhd);
 	m->deadline_source = sd_event_source_disable_unref(m->deadline_source);
 	m->timer_source = sd_event_source_disable_unref(m->timer_source);
 	m->io_source = sd_event_source_disable_unref(m->io_source);
@@ -459,6 +555,23 @@ int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
 void metrics_http_stop(struct wbg_metrics_http *m)
 {
 	unserve(m);
+	/* after the server: a check that ends now finds its request gone */
+	m->auth = auth_checks_free(m->auth);
 	web_config_done(&m->web);
+}
+
+void metrics_http_auth_metrics(FILE *f, const struct wbg_metrics_http *m)
+{
+	struct auth_checks_stats st = { 0 };
+
+	if (m->auth)
+		auth_checks_stats(m->auth, &st);
+	metric_family(f, "wbguard_http_auth_checks_total", "counter",
+		      "bcrypt checks of /metrics credentials not cached, by result: run (by a thread of their own, "
+		      "off the event loop), refused_rate (the peer's address, or its pool, had its few a second: "
+		      "429), refused_busy (4 already waited: 429).");
+	fprintf(f, "wbguard_http_auth_checks_total{result=\"run\"} %" PRIu64 "\n", st.run);
+	fprintf(f, "wbguard_http_auth_checks_total{result=\"refused_rate\"} %" PRIu64 "\n", st.refused_rate);
+	fprintf(f, "wbguard_http_auth_checks_total{result=\"refused_busy\"} %" PRIu64 "\n", st.refused_busy);
 }
 

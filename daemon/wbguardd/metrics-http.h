@@ -11,7 +11,6 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "wbg-base.h"
 #include "web-config.h"
 
 struct MHD_Daemon;
@@ -39,9 +38,10 @@ struct wbg_metrics_http {
 	bool tls;
 	struct wbg_web_config web;
 	char listen[64];
-	/* bcrypts of credentials not seen to succeed (each 100 ms or more on
-	 * the loop), a few a second */
-	struct wbg_rate bcrypt_rate;
+	/* bcrypts of credentials not seen to succeed (each 100 ms or more),
+	 * off the loop, a few a second per peer; the requests they hold */
+	struct auth_checks *auth;
+	struct wbg_http_auth_req *waiting;
 	uint64_t unauthorized; /* /metrics requests answered 401 (or 429) */
 	uint64_t uid_refused; /* connections shut: their local user had its share */
 	/* the exposition, and whether the daemon is up (/readyz) */
@@ -69,6 +69,8 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
  * connections close). */
 int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web);
 void metrics_http_stop(struct wbg_metrics_http *m);
+/* wbguard_http_auth_checks_total */
+void metrics_http_auth_metrics(FILE *f, const struct wbg_metrics_http *m);
 /* users: [metrics] allow_users (names and uids; "" lets everyone read).
  * Names this system does not have are skipped, with a note. */
 int metrics_http_allow(struct wbg_metrics_http *m, const char *users);

@@ -124,15 +124,17 @@ static int load_tls(struct loader *l, struct wbg_web_config *w, yaml_node_t *map
 	return r < 0 ? r : check_pair(l, w);
 }
 
-/* exporter-toolkit takes bcrypt alone; so does this */
+/* exporter-toolkit takes bcrypt alone; so does this. Its form only
+ * ("$2y$NN$" and 53 characters of bcrypt's base64): trying the hash would
+ * cost its rounds on the loop at every load and reload. */
 static bool is_bcrypt(const char *hash)
 {
-	struct crypt_data *cd = calloc(1, sizeof(*cd));
-	bool ok = cd && (strncmp(hash, "$2a$", 4) == 0 || strncmp(hash, "$2b$", 4) == 0 ||
-			 strncmp(hash, "$2y$", 4) == 0) && crypt_rn("", hash, cd, sizeof(*cd));
+	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-	free(cd);
-	return ok;
+	return strlen(hash) == 60 &&
+	       (strncmp(hash, "$2a$", 4) == 0 || strncmp(hash, "$2b$", 4) == 0 || strncmp(hash, "$2y$", 4) == 0) &&
+	       hash[4] >= '0' && hash[4] <= '3' && hash[5] >= '0' && hash[5] <= '9' && hash[6] == '$' &&
+	       strspn(hash + 7, b64) == 53;
 }
 
 static int load_users(struct loader *l, struct wbg_web_config *w, yaml_node_t *map)
@@ -276,10 +278,10 @@ static bool equal_const_time(const char *a, const char *b)
 	return !d;
 }
 
-static void digest(const struct wbg_web_user *u, const char *password, uint8_t out[32])
+void web_config_digest(const char *user, const char *hash, const char *password, uint8_t out[32])
 {
 	_cleanup_free_ char *s = NULL;
-	int n = asprintf(&s, "%s%c%s%c%s", u->name, 0, u->hash, 0, password);
+	int n = asprintf(&s, "%s%c%s%c%s", user, 0, hash, 0, password);
 
 	memset(out, 0, 32);
 	if (n > 0)
@@ -288,36 +290,46 @@ static void digest(const struct wbg_web_user *u, const char *password, uint8_t o
 		explicit_bzero(s, n);
 }
 
-int web_config_check_user(struct wbg_web_config *w, const char *user, const char *password, bool may_bcrypt)
+bool web_bcrypt_matches(const char *password, const char *hash)
 {
-	const struct wbg_web_user *u = NULL;
-	_cleanup_free_ struct crypt_data *cd = NULL;
-	uint8_t d[32];
+	struct crypt_data *cd = calloc(1, sizeof(*cd));
 	const char *h;
 	bool ok;
+
+	if (!cd)
+		return false;
+	h = crypt_rn(password, hash, cd, sizeof(*cd));
+	ok = h && equal_const_time(h, hash);
+	explicit_bzero(cd, sizeof(*cd));
+	free(cd);
+	return ok;
+}
+
+void web_config_remember(struct wbg_web_config *w, const uint8_t digest[32])
+{
+	memcpy(w->ok[w->n_ok++ % WBG_WEB_AUTH_CACHE], digest, 32);
+}
+
+int web_config_check_user(struct wbg_web_config *w, const char *user, const char *password, const char **ret_hash,
+			  bool *ret_known)
+{
+	const struct wbg_web_user *u = NULL;
+	uint8_t d[32];
 
 	for (size_t i = 0; i < w->n_users && !u; i++)
 		if (strcmp(w->users[i].name, user) == 0)
 			u = &w->users[i];
 	if (u) {
-		digest(u, password, d);
+		web_config_digest(u->name, u->hash, password, d);
 		for (unsigned i = 0; i < w->n_ok && i < WBG_WEB_AUTH_CACHE; i++)
 			if (memcmp(w->ok[i], d, sizeof(d)) == 0)
 				return 1;
 	}
 	if (!w->n_users)
 		return 0;
-	if (!may_bcrypt)
-		return -EAGAIN;
-	cd = calloc(1, sizeof(*cd));
-	if (!cd)
-		return -ENOMEM;
 	/* an unknown user costs a bcrypt as well: the time taken does not
 	 * tell which names exist */
-	h = crypt_rn(password, u ? u->hash : w->users[0].hash, cd, sizeof(*cd));
-	ok = u && h && equal_const_time(h, u->hash);
-	if (ok)
-		memcpy(w->ok[w->n_ok++ % WBG_WEB_AUTH_CACHE], d, sizeof(d));
-	explicit_bzero(cd, sizeof(*cd));
-	return ok;
+	*ret_hash = u ? u->hash : w->users[0].hash;
+	*ret_known = u;
+	return -EAGAIN;
 }

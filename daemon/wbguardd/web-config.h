@@ -50,7 +50,15 @@ void web_config_done(struct wbg_web_config *w);
 void web_config_keep_successes(struct wbg_web_config *to, const struct wbg_web_config *from);
 /* Whether a and b serve the same certificate, key and versions. */
 bool web_config_same_tls(const struct wbg_web_config *a, const struct wbg_web_config *b);
-/* 1 when they match an entry of basic_auth_users, else 0; -EAGAIN when
- * telling would take a bcrypt (no earlier success of theirs is cached) and
- * may_bcrypt is false: the caller bounds how many of those strangers get. */
-int web_config_check_user(struct wbg_web_config *w, const char *user, const char *password, bool may_bcrypt);
+/* 1 when user and password are a success bcrypt accepted before (cached),
+ * 0 when no users are configured; else -EAGAIN and the hash to try with
+ * bcrypt (web_bcrypt_matches(), off the loop): user's own (*ret_known), or
+ * for a name not configured the first user's, so that the time taken does
+ * not tell which names exist. */
+int web_config_check_user(struct wbg_web_config *w, const char *user, const char *password, const char **ret_hash,
+			  bool *ret_known);
+/* What the cache keeps of a success: SHA-256 of user, hash and password. */
+void web_config_digest(const char *user, const char *hash, const char *password, uint8_t out[32]);
+void web_config_remember(struct wbg_web_config *w, const uint8_t digest[32]);
+/* bcrypt: whether password hashes to hash (thread-safe: crypt_rn). */
+bool web_bcrypt_matches(const char *password, const char *hash);

@@ -95,10 +95,13 @@ static bool have(const char *tool)
 
 /* The HTTP status curl got (0: none, as for plain HTTP to TLS), within 5 s,
  * from netns (NULL: this one); ca, cred may be NULL. */
-static int curl(sd_event *e, const char *netns, const char *url, const char *ca, const char *cred)
+/* curl's source address (--interface), when set */
+static const char *curl_source;
+
+/* curl started: its pid, its output (the status) on *ret_fd */
+static pid_t curl_start(const char *netns, const char *url, const char *ca, const char *cred, int *ret_fd)
 {
-	const char *argv[20];
-	char out[16] = { 0 };
+	const char *argv[24];
 	int p[2], n = 0;
 	pid_t c;
 
@@ -124,6 +127,10 @@ static int curl(sd_event *e, const char *netns, const char *url, const char *ca,
 		argv[n++] = "-u";
 		argv[n++] = cred;
 	}
+	if (curl_source) {
+		argv[n++] = "--interface";
+		argv[n++] = curl_source;
+	}
 	argv[n++] = url;
 	argv[n] = NULL;
 	if (pipe(p) < 0)
@@ -135,10 +142,27 @@ static int curl(sd_event *e, const char *netns, const char *url, const char *ca,
 		_exit(127);
 	}
 	close(p[1]);
+	*ret_fd = p[0];
+	return c;
+}
+
+/* Its HTTP status, the loop run until it ends. */
+static int curl_wait(sd_event *e, pid_t c, int fd)
+{
+	char out[16] = { 0 };
+
 	(void)run_until(e, c, 8000);
-	(void)!read(p[0], out, sizeof(out) - 1);
-	close(p[0]);
+	(void)!read(fd, out, sizeof(out) - 1);
+	close(fd);
 	return atoi(out);
+}
+
+static int curl(sd_event *e, const char *netns, const char *url, const char *ca, const char *cred)
+{
+	int fd = -1;
+	pid_t c = curl_start(netns, url, ca, cred, &fd);
+
+	return c > 0 ? curl_wait(e, c, fd) : -1;
 }
 
 /* A self-signed certificate (its own CA) for the loopback and SRV_ADDR */
@@ -298,12 +322,14 @@ static void remote(sd_event *e, const char *hash, int port)
 	}
 }
 
-static char *bcrypt_hash(void)
+static char *bcrypt_hash_of(const char *user, const char *password, int cost)
 {
-	char line[256] = { 0 };
-	FILE *p = popen("htpasswd -nbB prom secret", "re");
+	char line[256] = { 0 }, cmd[160];
+	FILE *p;
 	char *colon;
 
+	snprintf(cmd, sizeof(cmd), "htpasswd -nbB -C %d %s %s", cost, user, password);
+	p = popen(cmd, "re");
 	if (!p)
 		return NULL;
 	if (!fgets(line, sizeof(line), p))
@@ -312,6 +338,75 @@ static char *bcrypt_hash(void)
 	line[strcspn(line, "\n")] = 0;
 	colon = strchr(line, ':');
 	return colon && colon[1] ? strdup(colon + 1) : NULL;
+}
+
+static char *bcrypt_hash(void)
+{
+	return bcrypt_hash_of("prom", "secret", 5);
+}
+
+/* The loop run until what waits on a bcrypt is cond, at most max_ms */
+static bool run_while(sd_event *e, const struct wbg_metrics_http *m, bool waiting, int max_ms)
+{
+	for (int t = 0; t < max_ms && (m->waiting != NULL) != waiting; t += 5)
+		(void)sd_event_run(e, 5 * 1000);
+	return (m->waiting != NULL) == waiting;
+}
+
+/* bcrypt off the loop, and who may have one: a server of users prom (cost
+ * 5), slow (cost 12) and late (cost 5, never used before). */
+static void off_the_loop(sd_event *e, int port)
+{
+	_cleanup_free_ char *slow = bcrypt_hash_of("slow", "right", 12), *late = bcrypt_hash_of("late", "right", 5),
+			    *prom = bcrypt_hash(), *yml = NULL;
+	struct wbg_metrics_http m;
+	struct wbg_web_config w;
+	char listen[64], url[96], ca[96], err[256];
+	pid_t c[4];
+	int fd[4], r;
+
+	if (!slow || !late || !prom ||
+	    asprintf(&yml, "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\nbasic_auth_users:\n"
+			   "  prom: %s\n  slow: %s\n  late: %s\n", prom, slow, late) < 0)
+		return;
+	put("web-auth.yml", yml);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/metrics", port);
+	snprintf(ca, sizeof(ca), "%s/a.crt", dir);
+	r = load(&w, "web-auth.yml", err, sizeof(err));
+	CHECK(r == 0 && metrics_http_start(&m, e, listen, "", &w, write_nothing, always_ready, NULL) == 0,
+	      "users at cost 5 and 12, serving on %s (%s)", listen, err);
+	web_config_done(&w);
+	/* four wrong guesses for slow (0.3 s or more of bcrypt each, one
+	 * after the other: a peer's burst), from 127.0.0.3 (an address has 4
+	 * connections) */
+	curl_source = "127.0.0.3";
+	for (int i = 0; i < 4; i++)
+		c[i] = curl_start(NULL, url, ca, "slow:wrong", &fd[i]);
+	curl_source = NULL;
+	CHECK(run_while(e, &m, true, 5000), "four guesses at cost 12: their bcrypts run, the requests wait");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/readyz", port);
+	r = curl(e, NULL, url, ca, NULL);
+	CHECK(r == 200 && m.waiting != NULL, "meanwhile the loop answers /readyz (%d), the guesses still waiting", r);
+	r = 0;
+	for (int i = 0; i < 4; i++)
+		r += curl_wait(e, c[i], fd[i]) == 401;
+	CHECK(r == 4 && m.waiting == NULL, "then each guess is answered 401 (%d)", r);
+	/* a stranger guessing from 127.0.0.2 as fast as it can: its address
+	 * and the strangers' pool run dry, not the pool of peers that have
+	 * succeeded, nor another address's share */
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/metrics", port);
+	r = curl(e, NULL, url, ca, "prom:secret");
+	CHECK(r == 200, "the scraper's first success from 127.0.0.1: %d", r);
+	curl_source = "127.0.0.2";
+	r = 0;
+	for (int i = 0; i < 10; i++)
+		r += curl(e, NULL, url, ca, "prom:guess") == 429;
+	curl_source = NULL;
+	CHECK(r >= 4, "a stranger's 10 guesses from 127.0.0.2: %d answered 429", r);
+	r = curl(e, NULL, url, ca, "late:right");
+	CHECK(r == 200, "meanwhile credentials never checked before, from the scraper's address: 200 at once (%d)", r);
+	metrics_http_stop(&m);
 }
 
 int main(void)
@@ -400,6 +495,8 @@ int main(void)
 	sleep(3); /* the bucket refilled */
 	r = curl(e, NULL, url, ca, "prom:wrong");
 	CHECK(r == 401, "a wrong password from uid %s, in allow_users: %d", uid, r);
+
+	off_the_loop(e, port + 2);
 
 	/* a reload whose new certificate libmicrohttpd refuses (here its
 	 * priority string) after the old server was quiesced: the old one
