@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,8 @@ struct auth_checks {
 	struct wbg_rate strangers, known_pool;
 	uint64_t known[16]; /* peers bcrypt has accepted, a ring */
 	unsigned n_known;
-	struct auth_checks_stats stats;
+	/* written by the owner's loop, read by the daemon's (a scrape) */
+	_Atomic uint64_t run, refused_rate, refused_busy;
 };
 
 static void job_free(struct job *j)
@@ -88,7 +90,7 @@ bool auth_checks_admit(struct auth_checks *a, const struct sockaddr *peer, uint6
 	 * bucket, not the pool's */
 	if (!rate_take_keyed(a->peers, ELEMENTSOF(a->peers), key, 0, AUTH_PEER_PER_SEC, AUTH_PEER_BURST, now) ||
 	    !rate_take(pool, AUTH_POOL_PER_SEC, AUTH_POOL_BURST, now)) {
-		a->stats.refused_rate++;
+		atomic_fetch_add(&a->refused_rate, 1);
 		return false;
 	}
 	return true;
@@ -147,7 +149,7 @@ static int on_results(sd_event_source *s, int fd, uint32_t revents, void *userda
 		struct job *next = rev->next;
 
 		a->n_queued--;
-		a->stats.run++;
+		atomic_fetch_add(&a->run, 1);
 		if (rev->result > 0 && !is_known(a, rev->peer))
 			a->known[a->n_known++ % ELEMENTSOF(a->known)] = rev->peer;
 		a->done(rev->req, rev->result, rev->digest, a->userdata);
@@ -163,7 +165,7 @@ int auth_checks_submit(struct auth_checks *a, void *req, const struct sockaddr *
 	struct job *j, **tail;
 
 	if (a->n_queued >= AUTH_QUEUE_MAX) {
-		a->stats.refused_busy++;
+		atomic_fetch_add(&a->refused_busy, 1);
 		return -EBUSY;
 	}
 	j = calloc(1, sizeof(*j));
@@ -246,5 +248,6 @@ struct auth_checks *auth_checks_free(struct auth_checks *a)
 
 void auth_checks_stats(const struct auth_checks *a, struct auth_checks_stats *ret)
 {
-	*ret = a->stats;
+	*ret = (struct auth_checks_stats){ .run = atomic_load(&a->run), .refused_rate = atomic_load(&a->refused_rate),
+					   .refused_busy = atomic_load(&a->refused_busy) };
 }

@@ -166,23 +166,7 @@ static void write_node(FILE *f, const struct manager *m)
  * and a reader of the file does not use wbguardd's HTTP servers. */
 static void write_endpoint(FILE *f, const struct manager *m)
 {
-	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", m->http.scrapes);
-	metric_counter(f, "wbguard_http_deadline_closes_total",
-		       "Connections closed for not finishing a request within 10 s (a slow client holding a slot).",
-		       m->http.deadline_closes);
-	metric_counter(f, "wbguard_http_forbidden_total",
-		       "/metrics requests refused: the peer's socket is not owned by a user in [metrics] allow_users "
-		       "(or is remote).",
-		       m->http.forbidden);
-	metric_counter(f, "wbguard_http_unauthorized_total",
-		       "/metrics requests without valid credentials of [metrics] web_config_file's basic_auth_users "
-		       "(401), or past its few bcrypt checks a second per peer (429).",
-		       m->http.unauthorized);
-	metric_counter(f, "wbguard_http_user_share_closes_total",
-		       "Connections closed at once: their local user (not root) already held 8, its share of the 64 "
-		       "(the probes' and the scraper's stay free).",
-		       m->http.uid_refused);
-	metrics_http_auth_metrics(f, &m->http);
+	metrics_http_metrics(f, &m->http);
 	probe_http_metrics(f, &m->probes);
 	process_metrics(f, "/proc");
 }

@@ -432,6 +432,12 @@ int manager_start(struct manager *m)
 	if (m->cfg.metrics_nfd_features[0] &&
 	    (r = textfile_new_named("node-feature-discovery feature file", nfd_features_write, &m->nfd_writer)) < 0)
 		log_warning_errno(r, "Cannot start the node-feature-discovery feature file's writer; no labels");
+	/* what the listeners' threads answer /livez and /readyz from */
+	if (m->cfg.metrics_listen[0] || m->cfg.metrics_probe_listen[0]) {
+		r = heartbeat_start(&m->beat, m->event, is_ready, m);
+		if (r < 0)
+			return r;
+	}
 	if (m->cfg.metrics_web_config[0]) {
 		struct wbg_web_config web;
 		char err[256];
@@ -439,16 +445,16 @@ int manager_start(struct manager *m)
 		r = web_config_load(&web, m->cfg.metrics_web_config, err, sizeof(err));
 		if (r >= 0)
 			r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users,
-					       &web, write_metrics, is_ready, m);
+					       &web, write_metrics, &m->beat, m);
 		else
 			log_error_errno(r, "[metrics] web_config_file %s", err);
 		web_config_done(&web);
 	} else
 		r = metrics_http_start(&m->http, m->event, m->cfg.metrics_listen, m->cfg.metrics_allow_users, NULL,
-				       write_metrics, is_ready, m);
+				       write_metrics, &m->beat, m);
 	if (r < 0)
 		return r;
-	r = probe_http_start(&m->probes, m->event, m->cfg.metrics_probe_listen, is_ready, m);
+	r = probe_http_start(&m->probes, m->cfg.metrics_probe_listen, &m->beat);
 	if (r < 0)
 		return r;
 	if (m->bpf && wbg_bpf_ring_open(m->bpf, manager_on_ring_event, m) >= 0) {
@@ -470,7 +476,7 @@ int manager_start(struct manager *m)
 	log_info("Watching %zu cgroups under %s; BPF %s; mitigation %s", m->reg.n, m->cfg.cgroup_root,
 		 m->bpf ? "on" : "off", m->mitigating ? "on" : "off");
 	m->ready = true;
-	probe_http_publish(&m->probes); /* ready now, not at the next beat */
+	heartbeat_publish(&m->beat); /* ready now, not at the next beat */
 	(void)sd_notify(false, "READY=1");
 	manager_notify_status(m);
 	manager_nfd_update(m, m->mitigating);
@@ -502,6 +508,7 @@ struct manager *manager_free(struct manager *m)
 	watch_systemd_stop(&m->systemd);
 	probe_http_stop(&m->probes);
 	metrics_http_stop(&m->http);
+	heartbeat_stop(&m->beat);
 	m->watch_retry_source = sd_event_source_disable_unref(m->watch_retry_source);
 	m->name_retry_source = sd_event_source_disable_unref(m->name_retry_source);
 	m->verdict_source = sd_event_source_disable_unref(m->verdict_source);

@@ -22,6 +22,7 @@
 #include "wbg-expiry.h"
 #include "wbg-handover.h"
 #include "host.h"
+#include "heartbeat.h"
 #include "metrics-http.h"
 #include "probe-http.h"
 #include "wbg-cgroup.h"
@@ -64,6 +65,7 @@ struct manager {
 	struct wbg_expiry expiry;
 	struct wbg_systemd systemd;
 	struct wbg_control control;
+	struct wbg_heartbeat beat; /* for the listeners' threads */
 	struct wbg_metrics_http http;
 	struct wbg_probe_http probes;
 	struct wbg_config_watch config_watch;

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <pwd.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -12,92 +11,59 @@
 #include "wbg-base.h"
 #include "wbg-metrics.h"
 #include "auth-checks.h"
+#include "heartbeat.h"
+#include "http-conns.h"
+#include "metrics-access.h"
+#include "loop-thread.h"
 #include "metrics-http.h"
-#include "peer-cred.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* A client that holds connections open cannot take them all: per address
- * at most a few, and per local user at most WBG_HTTP_CONNS_PER_UID
- * whatever addresses it uses (127.0.0.0/8 has many), so the scraper and
- * the probes always get in. */
-#define WBG_HTTP_CONNS_MAX 64
-#define WBG_HTTP_CONNS_PER_IP 4
-#define WBG_HTTP_CONNS_PER_UID 8
-
-/* Whether the peer's socket belongs to an allowed user. One netlink round
- * trip, only for /metrics: a scrape costs far more. */
-struct wbg_http_conn {
-	struct wbg_http_conn *next, *prev;
-	int fd;
-	uint64_t since; /* CLOCK_MONOTONIC: connected, or last answered */
-	int uid_r;      /* tcp_peer_uid's answer at the connection: 0, or -ENOENT (remote) ... */
-	uid_t uid;
-};
-
 static uint64_t now_usec(const struct wbg_metrics_http *m);
 static void rearm(struct wbg_metrics_http *m);
+static void unserve(struct wbg_metrics_http *m);
 
-/* Whether the peer's socket belongs to an allowed user: asked once, when
- * it connected. */
-static bool allowed(const struct wbg_metrics_http *m, struct MHD_Connection *c)
+struct allow_call {
+	struct wbg_metrics_http *m;
+	const char *users;
+};
+
+static int allow_on_thread(void *userdata)
 {
-	const union MHD_ConnectionInfo *info;
-	const struct wbg_http_conn *k;
+	struct allow_call *a = userdata;
 
-	if (!m->restrict_users)
-		return true;
-	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	k = info ? info->socket_context : NULL;
-	if (!k || k->uid_r < 0) {
-		log_debug_errno(k ? k->uid_r : ENOMEM, "/metrics: cannot tell whose the peer's socket is (remote?): refused");
-		return false;
-	}
-	for (unsigned i = 0; i < m->n_allow; i++)
-		if (m->allow[i] == k->uid)
-			return true;
-	log_debug("/metrics: uid %u is not in [metrics] allow_users: refused", (unsigned)k->uid);
-	return false;
+	metrics_access_set_users(&a->m->access, a->users);
+	return 0;
 }
 
 int metrics_http_allow(struct wbg_metrics_http *m, const char *users)
 {
-	m->n_allow = 0;
-	m->restrict_users = false;
-	for (const char *s = users; *s;) {
-		size_t n = strcspn(s, " \t");
-		char word[64];
+	struct allow_call a = { m, users };
 
-		if (n && n < sizeof(word)) {
-			struct passwd *pw;
-			unsigned u;
-
-			snprintf(word, sizeof(word), "%.*s", (int)n, s);
-			m->restrict_users = true;
-			if (parse_uint(word, 0, UINT32_MAX - 1, &u) == 0) {
-				if (m->n_allow < ELEMENTSOF(m->allow))
-					m->allow[m->n_allow++] = (uid_t)u;
-			} else if ((pw = getpwnam(word))) {
-				if (m->n_allow < ELEMENTSOF(m->allow))
-					m->allow[m->n_allow++] = pw->pw_uid;
-			} else
-				log_info("[metrics] allow_users: no user %s here; skipped", word);
-		}
-		s += n;
-		s += strspn(s, " \t");
-	}
-	return 0;
+	return m->thread ? loop_thread_call(m->thread, allow_on_thread, &a) : allow_on_thread(&a);
 }
 
-/* A request whose credentials a bcrypt checks off the loop: its
- * connection suspended meanwhile (on m->waiting), resumed with the answer.
- * Freed by whichever ends last, the request or the check. */
+/* A /metrics request that waits, its connection suspended (on m->waiting):
+ * for a bcrypt of its credentials (checking), then for the loop's render
+ * (seq, its number with the scrape feed). Resumed with status, and body
+ * when 200. Freed by whichever ends last, the request or the check. */
 struct wbg_http_auth_req {
 	struct wbg_http_auth_req *next, *prev;
 	struct MHD_Connection *c; /* NULL once its request ended */
-	unsigned status;          /* 0 while the check runs */
+	unsigned status;          /* 0 while it waits */
 	bool checking;
+	uint64_t seq, since;
+	char *body;
+	size_t size;
 };
+
+static void waiting_link(struct wbg_metrics_http *m, struct wbg_http_auth_req *q)
+{
+	q->next = m->waiting;
+	if (m->waiting)
+		m->waiting->prev = q;
+	m->waiting = q;
+}
 
 static void waiting_unlink(struct wbg_metrics_http *m, struct wbg_http_auth_req *q)
 {
@@ -110,8 +76,20 @@ static void waiting_unlink(struct wbg_metrics_http *m, struct wbg_http_auth_req 
 	q->next = q->prev = NULL;
 }
 
+/* Its wait ended: the connection resumes with status (on_request answers). */
+static void resume(struct wbg_metrics_http *m, struct wbg_http_auth_req *q, unsigned status)
+{
+	q->status = status;
+	waiting_unlink(m, q);
+	MHD_resume_connection(q->c);
+	if (m->mhd) {
+		(void)MHD_run(m->mhd);
+		rearm(m);
+	}
+}
+
 /* A bcrypt check (submitted by authorize()) ended: remembered if it
- * succeeded, its connection resumed with the answer. */
+ * succeeded, the render asked for; refused, its connection resumed. */
 static void auth_done(void *req, int result, const uint8_t digest[32], void *userdata)
 {
 	struct wbg_metrics_http *m = userdata;
@@ -124,13 +102,43 @@ static void auth_done(void *req, int result, const uint8_t digest[32], void *use
 		free(q); /* its request ended meanwhile (the server stopped) */
 		return;
 	}
-	q->status = result > 0 ? MHD_HTTP_OK : result == 0 ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
-	waiting_unlink(m, q);
-	MHD_resume_connection(q->c);
-	if (m->mhd) {
-		(void)MHD_run(m->mhd);
-		rearm(m);
+	if (result > 0) {
+		atomic_fetch_add(&m->scrapes, 1);
+		q->seq = scrape_feed_ask(&m->feed); /* and now the render */
+		return;
 	}
+	resume(m, q, result == 0 ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE);
+}
+
+/* The loop rendered: the scrapes it covers get their copies. */
+static void on_rendered(void *userdata)
+{
+	struct wbg_metrics_http *m = userdata;
+
+	for (struct wbg_http_auth_req *q = m->waiting, *next; q; q = next) {
+		next = q->next;
+		if (q->checking || !q->seq)
+			continue;
+		int r = scrape_feed_take(&m->feed, q->seq, &q->body, &q->size);
+		if (r != 0)
+			resume(m, q, r > 0 ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE);
+	}
+}
+
+/* A /metrics request waits for the loop's render, suspended. */
+static void wait_render(struct wbg_metrics_http *m, struct MHD_Connection *c, void **ptr)
+{
+	struct wbg_http_auth_req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return;
+	q->c = c;
+	q->since = now_usec(m);
+	atomic_fetch_add(&m->scrapes, 1); /* in the render it waits for */
+	q->seq = scrape_feed_ask(&m->feed);
+	waiting_link(m, q);
+	*ptr = q;
+	MHD_suspend_connection(c);
 }
 
 /* Hands the check to the worker and suspends the connection: 0 (answer
@@ -151,36 +159,37 @@ static unsigned check_later(struct wbg_metrics_http *m, struct MHD_Connection *c
 	}
 	q->c = c;
 	q->checking = true;
-	q->next = m->waiting;
-	if (m->waiting)
-		m->waiting->prev = q;
-	m->waiting = q;
+	q->since = now_usec(m);
+	waiting_link(m, q);
 	*ptr = q;
 	MHD_suspend_connection(c);
 	return 0;
 }
 
-/* /metrics's answer for this request: 200, 401, 403 or 429 (metrics-http.h
- * says how allow_users and the web config combine), or 0: a bcrypt checks
- * its credentials off the loop, the answer comes when it ends. */
+/* /metrics's answer for this request: 200, 401, 403 or 429
+ * (metrics-access.h decides from its facts), or 0: a bcrypt checks its
+ * credentials off the loop, the answer comes when it ends. */
 static unsigned authorize(struct wbg_metrics_http *m, struct MHD_Connection *c, void **ptr)
 {
-	char *user, *pass = NULL;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct wbg_web_config *web = m->tls && m->web.n_users ? &m->web : NULL;
+	char *user = NULL, *pass = NULL;
 	const char *hash = NULL;
 	bool known = false;
+	uid_t uid = 0;
 	unsigned status;
-	int r;
+	int peer_r;
 
-	if (!m->tls || !m->web.n_users)
-		return allowed(m, c) ? MHD_HTTP_OK : MHD_HTTP_FORBIDDEN;
-	user = MHD_basic_auth_get_username_password(c, &pass);
-	if (!user)
-		return m->restrict_users && allowed(m, c) ? MHD_HTTP_OK : MHD_HTTP_UNAUTHORIZED;
-	r = web_config_check_user(&m->web, user, pass ?: "", &hash, &known);
-	status = r > 0 ? MHD_HTTP_OK : r == 0 ? MHD_HTTP_UNAUTHORIZED : check_later(m, c, ptr, user, pass ?: "", hash, known);
+	peer_r = info && info->socket_context ? http_conn_peer_uid(info->socket_context, &uid) : -ENOMEM;
+	if (web)
+		user = MHD_basic_auth_get_username_password(c, &pass);
+	status = metrics_access_decide(&m->access, web, peer_r, uid, user, pass, &hash, &known);
+	if (status == 0)
+		status = check_later(m, c, ptr, user, pass ?: "", hash, known);
 	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
 		log_debug("/metrics: credentials of '%s' not checked: too many tries", user);
-	MHD_free(user);
+	if (user)
+		MHD_free(user);
 	if (pass) {
 		explicit_bzero(pass, strlen(pass));
 		MHD_free(pass);
@@ -192,44 +201,52 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  const char *version, const char *upload_data, size_t *upload_size, void **ptr)
 {
 	struct wbg_metrics_http *m = cls;
+	struct wbg_http_auth_req *q = *ptr;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 	unsigned status = MHD_HTTP_OK;
-	char *buf = NULL;
+	char *buf = NULL, probe[128];
 	size_t n = 0;
+	bool stale;
 	FILE *f;
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return MHD_NO;
-	if (*ptr) /* resumed: its check has ended */
-		status = ((struct wbg_http_auth_req *)*ptr)->status;
-	else if (strcmp(url, "/metrics") == 0 && (status = authorize(m, c, ptr)) == 0)
-		return MHD_YES; /* suspended until its bcrypt ends */
+	if (q && q->status == MHD_HTTP_OK) { /* resumed with the loop's render */
+		resp = MHD_create_response_from_buffer(q->size, q->body, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			return MHD_NO;
+		q->body = NULL;
+		goto send;
+	}
+	if (q) /* resumed: refused, or no render */
+		status = q->status;
+	else if (strcmp(url, "/metrics") == 0) {
+		status = authorize(m, c, ptr);
+		if (status == MHD_HTTP_OK)
+			wait_render(m, c, ptr);
+		if (status == 0 || (status == MHD_HTTP_OK && *ptr))
+			return MHD_YES; /* suspended until its bcrypt or its render ends */
+		if (status == MHD_HTTP_OK)
+			status = MHD_HTTP_SERVICE_UNAVAILABLE; /* out of memory */
+	}
 	f = open_memstream(&buf, &n);
 	if (!f)
 		return MHD_NO;
-	if (status == MHD_HTTP_FORBIDDEN) {
-		m->forbidden++;
-		fputs("forbidden: see [metrics] allow_users\n", f);
-	} else if (status != MHD_HTTP_OK) {
-		m->unauthorized++;
-		fputs(status == MHD_HTTP_UNAUTHORIZED ? "unauthorized: see [metrics] web_config_file\n"
-						      : "too many tries of credentials: retry in a second\n", f);
-	} else if (strcmp(url, "/metrics") == 0) {
-		m->scrapes++;
-		m->write(f, m->userdata);
-	} else if (strcmp(url, "/livez") == 0)
-		fputs("ok\n", f); /* the event loop answered: alive */
-	else if (strcmp(url, "/readyz") == 0) {
-		/* as sd_notify READY: the watches, BPF and the verdicts are up */
-		bool ready = m->ready(m->userdata);
-
-		if (!ready)
-			status = MHD_HTTP_SERVICE_UNAVAILABLE;
-		fputs(ready ? "ok\n" : "starting\n", f);
-	} else if (strcmp(url, "/") == 0)
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		fputs("unavailable: the exposition or the credentials' check did not come\n", f);
+	else if (status != MHD_HTTP_OK) {
+		metrics_access_refused(&m->access, status);
+		fputs(status == MHD_HTTP_FORBIDDEN      ? "forbidden: see [metrics] allow_users\n"
+		      : status == MHD_HTTP_UNAUTHORIZED ? "unauthorized: see [metrics] web_config_file\n"
+							: "too many tries of credentials: retry in a second\n",
+		      f);
+	} else if ((status = heartbeat_answer(m->beat, url, probe, sizeof(probe), &stale)))
+		fputs(probe, f); /* from the loop's last beat: no wait on it */
+	else if (strcmp(url, "/") == 0) {
+		status = MHD_HTTP_OK;
 		fputs("wbguardd: see /metrics, /livez, /readyz\n", f);
-	else {
+	} else {
 		status = MHD_HTTP_NOT_FOUND;
 		fputs("not found\n", f);
 	}
@@ -239,6 +256,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		free(buf);
 		return MHD_NO;
 	}
+send:
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
 	if (status == MHD_HTTP_TOO_MANY_REQUESTS)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -258,68 +276,17 @@ static uint64_t now_usec(const struct wbg_metrics_http *m)
 	return t;
 }
 
-static void conn_unlink(struct wbg_metrics_http *m, struct wbg_http_conn *k)
-{
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		m->conns = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
-	else
-		m->conns_tail = k->prev;
-	k->next = k->prev = NULL;
-}
-
-/* At the tail: deadlines are then in order from the head. */
-static void conn_append(struct wbg_metrics_http *m, struct wbg_http_conn *k, uint64_t now)
-{
-	k->since = now;
-	k->prev = m->conns_tail;
-	if (m->conns_tail)
-		m->conns_tail->next = k;
-	else
-		m->conns = k;
-	m->conns_tail = k;
-}
-
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
 	struct wbg_metrics_http *m = cls;
-	struct wbg_http_conn *k = *socket_context;
 	const union MHD_ConnectionInfo *info;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		k = calloc(1, sizeof(*k));
-		if (!k || !info) {
-			free(k);
-			return; /* then it has only the idle timeout */
-		}
-		k->fd = info->connect_fd;
-		k->uid_r = tcp_peer_uid(k->fd, &k->uid);
-		conn_append(m, k, now_usec(m));
-		*socket_context = k;
-		/* a local user past its share: shut at once (root's, the
-		 * kubelet's probes and the scraper's, are never) */
-		if (k->uid_r == 0 && k->uid != 0) {
-			unsigned n = 0;
-
-			for (struct wbg_http_conn *o = m->conns; o; o = o->next)
-				n += o->uid_r == 0 && o->uid == k->uid && o->fd >= 0;
-			if (n > WBG_HTTP_CONNS_PER_UID) {
-				if (m->uid_refused++ % 1000 == 0)
-					log_notice("Metrics connections of uid %u past its share of %d: closed "
-						   "(%" PRIu64 " so far)", (unsigned)k->uid, WBG_HTTP_CONNS_PER_UID,
-						   m->uid_refused);
-				(void)shutdown(k->fd, SHUT_RDWR);
-				k->fd = -1;
-			}
-		}
-	} else if (k) {
-		conn_unlink(m, k);
-		free(k);
+		*socket_context = info ? http_conns_open(&m->conns, info->connect_fd, now_usec(m)) : NULL;
+	} else if (*socket_context) {
+		http_conns_close(&m->conns, *socket_context);
 		*socket_context = NULL;
 	}
 }
@@ -334,16 +301,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 	if (q) {
 		waiting_unlink(m, q);
+		free(q->body);
+		q->body = NULL;
 		if (q->checking)
 			q->c = NULL; /* the check frees it */
 		else
 			free(q);
 		*con_cls = NULL;
 	}
-	if (!k)
-		return;
-	conn_unlink(m, k);
-	conn_append(m, k, now_usec(m));
+	if (k)
+		http_conns_answered(&m->conns, k, now_usec(m));
 }
 
 static int on_mhd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -368,31 +335,41 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now = now_usec(m);
 
 	m->deadline_source = sd_event_source_disable_unref(m->deadline_source);
-	for (struct wbg_http_conn *k = m->conns; k && now - k->since >= WBG_HTTP_DEADLINE_USEC; k = k->next)
-		if (k->fd >= 0 && shutdown(k->fd, SHUT_RDWR) == 0) {
-			m->deadline_closes++;
-			k->fd = -1; /* once */
-		}
+	/* a scrape the loop has not rendered for (stuck) is answered 503 */
+	for (struct wbg_http_auth_req *q = m->waiting, *next; q; q = next) {
+		next = q->next;
+		if (!q->checking && now - q->since >= WBG_HTTP_RENDER_WAIT_USEC)
+			resume(m, q, MHD_HTTP_SERVICE_UNAVAILABLE);
+	}
+	http_conns_expire(&m->conns, now);
 	return on_mhd(s, -1, 0, userdata);
 }
 
-/* A timer only while a connection has one pending: idle means no wakeups. */
+/* A timer only while a connection has one pending: idle means no wakeups.
+ * The deadline's: the oldest connection's, or a scrape's wait for the
+ * loop's render, whichever is first. */
 static void rearm(struct wbg_metrics_http *m)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	struct wbg_http_conn *k = m->conns;
+	uint64_t due, armed;
 
 	m->timer_source = sd_event_source_disable_unref(m->timer_source);
 	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES &&
 	    sd_event_add_time_relative(m->event, &m->timer_source, CLOCK_MONOTONIC, ms * 1000, 0, on_mhd_timer,
 				       m) < 0)
 		log_warning("Cannot arm the metrics server's timer: idle connections close at the next request");
-	while (k && k->fd < 0) /* already shut down */
-		k = k->next;
-	if (!k || m->deadline_source)
+	due = http_conns_due(&m->conns);
+	for (const struct wbg_http_auth_req *q = m->waiting; q; q = q->next) /* 64 at most */
+		if (!q->checking && q->since + WBG_HTTP_RENDER_WAIT_USEC < due)
+			due = q->since + WBG_HTTP_RENDER_WAIT_USEC;
+	if (due == UINT64_MAX)
 		return;
-	if (sd_event_add_time(m->event, &m->deadline_source, CLOCK_MONOTONIC, k->since + WBG_HTTP_DEADLINE_USEC, 0,
-			      on_deadline, m) < 0)
+	if (m->deadline_source) {
+		if (sd_event_source_get_time(m->deadline_source, &armed) >= 0 && armed > due)
+			(void)sd_event_source_set_time(m->deadline_source, due);
+		return;
+	}
+	if (sd_event_add_time(m->event, &m->deadline_source, CLOCK_MONOTONIC, due, 0, on_deadline, m) < 0)
 		log_warning("Cannot arm the metrics server's request deadline: only the idle timeout applies");
 }
 
@@ -402,7 +379,7 @@ static int serve(struct wbg_metrics_http *m, int fd)
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
 	struct MHD_OptionItem opts[16];
-	unsigned n = 0, flags = MHD_USE_EPOLL;
+	unsigned n = 0, flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME; /* scrapes wait for a render */
 	int r;
 
 #define OPT(o, v, p) opts[n++] = (struct MHD_OptionItem){ o, (intptr_t)(v), p }
@@ -423,7 +400,7 @@ static int serve(struct wbg_metrics_http *m, int fd)
 	if (m->tls) {
 		/* the PEM in memory: a reload has checked it loads, and the
 		 * files may be readable only by root before a drop of rights */
-		flags |= MHD_USE_TLS | MHD_ALLOW_SUSPEND_RESUME;
+		flags |= MHD_USE_TLS;
 		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, m->web.cert_pem);
 		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, m->web.key_pem);
 		OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)m->web.priorities);
@@ -442,16 +419,42 @@ static int serve(struct wbg_metrics_http *m, int fd)
 	return 0;
 }
 
+/* On the server's thread, its loop new: the render's news, the bcrypt
+ * worker, the listener. */
+static int thread_setup(sd_event *event, void *userdata)
+{
+	struct wbg_metrics_http *m = userdata;
+	int r;
+
+	m->event = event;
+	r = scrape_feed_attach(&m->feed, event, on_rendered, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot hear of the metrics' renders");
+	/* basic auth's bcrypts, off both loops (a reload may add users) */
+	if (m->tls) {
+		r = auth_checks_new(event, auth_done, m, &m->auth);
+		if (r < 0)
+			return log_error_errno(r, "Cannot start the metrics server's credential checks");
+	}
+	r = serve(m, -1);
+	if (r < 0) {
+		unserve(m);
+		m->auth = auth_checks_free(m->auth);
+		scrape_feed_detach(&m->feed);
+	}
+	return r;
+}
+
 int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *listen, const char *allow_users,
 		       struct wbg_web_config *web, void (*write)(FILE *f, void *userdata),
-		       bool (*ready)(void *userdata), void *userdata)
+		       const struct wbg_heartbeat *beat, void *userdata)
 {
 	int r;
 
-	*m = (struct wbg_metrics_http){ .event = event, .write = write, .ready = ready, .userdata = userdata };
+	*m = (struct wbg_metrics_http){ .beat = beat };
 	/* with the rest of its state, never after it: a restriction set
 	 * before a start that clears the struct would be lost unseen */
-	(void)metrics_http_allow(m, allow_users);
+	metrics_access_set_users(&m->access, allow_users);
 	if (web) {
 		m->tls = true;
 		m->web = *web;
@@ -462,16 +465,15 @@ int metrics_http_start(struct wbg_metrics_http *m, sd_event *event, const char *
 	snprintf(m->listen, sizeof(m->listen), "%s", listen);
 	if (m->tls && !MHD_is_feature_supported(MHD_FEATURE_TLS))
 		return log_error_errno(EOPNOTSUPP, "[metrics] web_config_file: this libmicrohttpd has no TLS");
-	/* basic auth's bcrypts, off the loop (a reload may add users) */
-	if (m->tls) {
-		r = auth_checks_new(event, auth_done, m, &m->auth);
-		if (r < 0)
-			return log_error_errno(r, "Cannot start the metrics server's credential checks");
-	}
-	r = serve(m, -1);
+	r = scrape_feed_start(&m->feed, event, write, userdata);
 	if (r < 0)
+		return log_error_errno(r, "Cannot set up the metrics' renders");
+	r = loop_thread_start(thread_setup, m, &m->thread);
+	if (r < 0) {
+		scrape_feed_stop(&m->feed);
 		return r;
-	log_info("Serving metrics on %s://%s/metrics%s", m->tls ? "https" : "http", listen,
+	}
+	log_info("Serving metrics on %s://%s/metrics%s (a thread of its own)", m->tls ? "https" : "http", listen,
 		 m->tls && m->web.n_users ? " (basic auth, or a local user of allow_users)" : "");
 	return 0;
 }
@@ -506,8 +508,15 @@ static int take_listener(struct wbg_metrics_http *m)
 	return fd;
 }
 
-int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
+struct set_web {
+	struct wbg_metrics_http *m;
+	struct wbg_web_config *web;
+};
+
+static int set_web(void *userdata)
 {
+	struct wbg_metrics_http *m = ((struct set_web *)userdata)->m;
+	struct wbg_web_config *web = ((struct set_web *)userdata)->web;
 	struct wbg_web_config old;
 	int fd, r;
 
@@ -552,18 +561,49 @@ int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
 				  "still serves");
 }
 
-void metrics_http_stop(struct wbg_metrics_http *m)
+int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
 {
+	struct set_web a = { m, web };
+
+	if (!m->thread) { /* not serving: kept for nothing, as before */
+		web_config_done(&m->web);
+		m->web = *web;
+		*web = (struct wbg_web_config){ 0 };
+		return 0;
+	}
+	return loop_thread_call(m->thread, set_web, &a);
+}
+
+/* On the thread, its last: the server and the bcrypt worker go (the
+ * waiting scrapes answered 503), then the render's news. */
+static void thread_teardown(void *userdata)
+{
+	struct wbg_metrics_http *m = userdata;
+
 	unserve(m);
 	/* after the server: a check that ends now finds its request gone */
 	m->auth = auth_checks_free(m->auth);
+	scrape_feed_detach(&m->feed);
+}
+
+void metrics_http_stop(struct wbg_metrics_http *m)
+{
+	m->thread = loop_thread_stop(m->thread, thread_teardown, m);
+	scrape_feed_stop(&m->feed);
 	web_config_done(&m->web);
 }
 
-void metrics_http_auth_metrics(FILE *f, const struct wbg_metrics_http *m)
+void metrics_http_metrics(FILE *f, const struct wbg_metrics_http *m)
 {
 	struct auth_checks_stats st = { 0 };
 
+	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", atomic_load(&m->scrapes));
+	metric_counter(f, "wbguard_http_renders_total",
+		       "Renders of the exposition by the event loop for scrapes (one for all that asked before it, "
+		       "at most ten a second).",
+		       atomic_load(&m->feed.renders));
+	metrics_access_metrics(f, &m->access);
+	http_conns_metrics(f, &m->conns);
 	if (m->auth)
 		auth_checks_stats(m->auth, &st);
 	metric_family(f, "wbguard_http_auth_checks_total", "counter",

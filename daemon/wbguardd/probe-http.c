@@ -2,45 +2,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
 #include "wbg-base.h"
 #include "wbg-metrics.h"
+#include "heartbeat.h"
 #include "peer-cred.h"
 #include "probe-http.h"
 
 /* Few: each answer is two atomic loads, so a slot is held only as long
  * as a client keeps an idle connection open (the timeout: 5 s). */
 #define PROBE_CONNS_MAX 32
-
-static uint64_t mono_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static void beat(struct wbg_probe_http *p)
-{
-	atomic_store(&p->is_ready, p->ready ? p->ready(p->userdata) : true);
-	atomic_store(&p->beat_usec, mono_usec());
-}
-
-static int on_beat(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct wbg_probe_http *p = userdata;
-	int r;
-
-	beat(p);
-	r = sd_event_source_set_time(s, usec + WBG_PROBE_BEAT_USEC);
-	if (r < 0)
-		return log_error_errno(r, "Cannot re-arm the probes' heartbeat");
-	return 0;
-}
 
 /* The probe thread's: which peers get answers. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -74,34 +48,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  const char *version, const char *upload_data, size_t *upload_size, void **ptr)
 {
 	struct wbg_probe_http *p = cls;
-	uint64_t age = mono_usec() - atomic_load(&p->beat_usec);
-	bool fresh = age < p->stale_usec;
-	unsigned status = MHD_HTTP_OK;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
+	unsigned status;
+	bool stale = false;
 	char body[128];
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return MHD_NO;
-	if (strcmp(url, "/livez") == 0) {
-		if (fresh)
-			snprintf(body, sizeof(body), "ok\n");
-		else
-			snprintf(body, sizeof(body), "stuck: the event loop last beat %" PRIu64 " s ago\n",
-				 age / 1000000);
-		if (!fresh)
-			status = MHD_HTTP_SERVICE_UNAVAILABLE;
-	} else if (strcmp(url, "/readyz") == 0) {
-		bool ready = fresh && atomic_load(&p->is_ready);
-
-		snprintf(body, sizeof(body), "%s\n", ready ? "ok" : fresh ? "starting" : "stuck");
-		if (!ready)
-			status = MHD_HTTP_SERVICE_UNAVAILABLE;
-	} else {
+	status = heartbeat_answer(p->beat, url, body, sizeof(body), &stale);
+	if (!status) {
 		status = MHD_HTTP_NOT_FOUND;
 		snprintf(body, sizeof(body), "not found: /livez, /readyz\n");
 	}
-	if (!fresh)
+	if (stale)
 		atomic_fetch_add(&p->stale, 1);
 	atomic_fetch_add(&p->answered, 1);
 	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
@@ -113,36 +73,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
-int probe_http_start(struct wbg_probe_http *p, sd_event *event, const char *listen, bool (*ready)(void *userdata),
-		     void *userdata)
+int probe_http_start(struct wbg_probe_http *p, const char *listen, const struct wbg_heartbeat *beat)
 {
 	struct sockaddr_storage ss;
 	int r;
 
-	*p = (struct wbg_probe_http){ .event = event, .ready = ready, .userdata = userdata,
-				      .stale_usec = WBG_PROBE_STALE_USEC };
+	*p = (struct wbg_probe_http){ .beat = beat };
 	if (!listen[0])
 		return 0;
 	r = parse_listen(listen, &ss);
 	if (r < 0)
 		return log_error_errno(r, "Bad probe listen address '%s'", listen);
-	beat(p);
-	r = sd_event_add_time_relative(event, &p->beat_source, CLOCK_MONOTONIC, WBG_PROBE_BEAT_USEC, 0, on_beat, p);
-	if (r < 0)
-		return log_error_errno(r, "Cannot arm the probes' heartbeat");
-	r = sd_event_source_set_enabled(p->beat_source, SD_EVENT_ON);
-	if (r < 0)
-		return log_error_errno(r, "Cannot enable the probes' heartbeat");
 	p->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 					  (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, on_request, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROBE_CONNS_MAX,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5, MHD_OPTION_NOTIFY_CONNECTION,
 				  on_connection, p, MHD_OPTION_END);
-	if (!p->mhd) {
-		p->beat_source = sd_event_source_disable_unref(p->beat_source);
+	if (!p->mhd)
 		return log_error_errno(EADDRINUSE, "Cannot serve the probes on %s", listen);
-	}
 	log_info("Serving /livez and /readyz on http://%s (a thread of their own)", listen);
 	return 0;
 }
@@ -152,13 +101,6 @@ void probe_http_stop(struct wbg_probe_http *p)
 	if (p->mhd)
 		MHD_stop_daemon(p->mhd);
 	p->mhd = NULL;
-	p->beat_source = sd_event_source_disable_unref(p->beat_source);
-}
-
-void probe_http_publish(struct wbg_probe_http *p)
-{
-	if (p->mhd)
-		beat(p);
 }
 
 unsigned probe_http_port(const struct wbg_probe_http *p)

@@ -6,15 +6,23 @@ achieved to stdout when it ends (SIGTERM ends the endless ones).
   empties ROOT N            N empty cgroups below ROOT (a delegated subtree)
   churn ROOT RATE           create, populate (this process moves in), empty
                             and remove RATE sub-cgroups a second
+  flap ROOT N               create N empty sub-cgroups, remove them, again,
+                            as fast as it goes (inotify's events, no fork)
   many ROOT N DIR FILES     N cgroups, each writing FILES small files in DIR
   fs8 ROOT DIRS...          a cgroup dirtying every DIR, removed, again
   conns N PER               N addresses (127.0.0.2..) x PER connections to
                             the metrics port, each trickling a byte every 2 s
-  probe PORT PATH OUT       not a load: the kubelet's probe as it makes it,
-                            one HTTP GET on 127.0.0.1:PORT every half
-                            second from this one process (no exec in the
-                            figure), its microseconds (or "fail": no 200
-                            within 5 s) appended to OUT
+  reconnect N PER           N addresses x PER connections to the metrics
+                            port, each opened again the moment the server
+                            shuts it (a local user past its share)
+  probe PORT PATHS OUT [COUNT [LIMIT [EVERY]]]
+                            not a load: the kubelet's probe as it makes it,
+                            one HTTP GET on 127.0.0.1:PORT every EVERY
+                            seconds (0.5) from this one process (no exec in
+                            the figure), PATHS (comma-separated) in turn,
+                            its microseconds (or "fail": no 200 within
+                            LIMIT seconds, 5) appended to OUT; COUNT of
+                            them (0: until SIGTERM)
 
 TENANT_HOME (a cgroup path below /sys/fs/cgroup): where it runs.
 TENANT_UID: the user it runs as, once there.
@@ -76,6 +84,19 @@ def churn(root, rate):
         if delay > 0:
             time.sleep(delay)
     return {"cycles": n, "per_sec": round(n / (time.time() - t0), 1)}
+
+
+def flap(root, n):
+    rounds, t0 = 0, time.time()
+    while not stop:
+        for op in (os.mkdir, os.rmdir):
+            for i in range(n):
+                try:
+                    op(os.path.join(CG, root, "fl%d" % i))
+                except OSError:
+                    pass
+        rounds += 1
+    return {"rounds": rounds, "cgroups_per_sec": round(rounds * n / (time.time() - t0), 1)}
 
 
 def many(root, n, d, files):
@@ -146,15 +167,40 @@ def conns(n, per):
     return {"opened": opened, "closed_by_server": closed}
 
 
-def probe(port, path, out):
+def reconnect(n, per):
+    """As conns, but a slot the server shuts is opened again at once."""
+    import select
+    held, opened, shut = {}, 0, 0
+    while not stop:
+        for a in range(2, 2 + n):
+            for i in range(per):
+                if held.get((a, i)) is None:
+                    held[(a, i)] = conn("127.0.0.%d" % a)
+                    opened += held[(a, i)] is not None
+        live = [s for s in held.values() if s is not None]
+        for s in select.select(live, [], [], 0.5)[0] if live else []:
+            try:
+                gone = s.recv(1) == b""
+            except OSError:
+                gone = True
+            if gone:
+                held[next(k for k, v in held.items() if v is s)] = None
+                s.close()
+                shut += 1
+    return {"opened": opened, "shut_by_server": shut}
+
+
+def probe(port, paths, out, count=0, limit=5.0, every=0.5):
     n = failed = 0
+    paths = paths.split(",")
     with open(out, "a") as f:
-        while not stop:
+        while not stop and (not count or n < count):
             t0 = time.monotonic()
             ok = False
+            path = paths[n % len(paths)]
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                    s.settimeout(max(0.01, 5 - (time.monotonic() - t0)))
+                with socket.create_connection(("127.0.0.1", port), timeout=limit) as s:
+                    s.settimeout(max(0.01, limit - (time.monotonic() - t0)))
                     s.sendall(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
                     data = b""
                     while True:
@@ -166,12 +212,12 @@ def probe(port, path, out):
             except (OSError, IndexError):
                 ok = False
             us = int((time.monotonic() - t0) * 1e6)
-            ok = ok and us < 5000000
+            ok = ok and us < limit * 1e6
             f.write("%d\n" % us if ok else "fail\n")
             f.flush()
             n += 1
             failed += not ok
-            time.sleep(0.5)
+            time.sleep(every)
     return {"samples": n, "failed": failed}
 
 
@@ -187,14 +233,18 @@ def main():
         r = empties(args[0], int(args[1]))
     elif mode == "churn":
         r = churn(args[0], float(args[1]))
+    elif mode == "flap":
+        r = flap(args[0], int(args[1]))
     elif mode == "many":
         r = many(args[0], int(args[1]), args[2], int(args[3]))
     elif mode == "fs8":
         r = fs8(args[0], args[1:])
     elif mode == "conns":
         r = conns(int(args[0]), int(args[1]))
+    elif mode == "reconnect":
+        r = reconnect(int(args[0]), int(args[1]))
     elif mode == "probe":
-        r = probe(int(args[0]), args[1], args[2])
+        r = probe(int(args[0]), args[1], args[2], *(f(a) for f, a in zip((int, float, float), args[3:])))
     else:
         sys.exit("tenant-load: unknown mode " + mode)
     print(json.dumps({mode: r}), flush=True)

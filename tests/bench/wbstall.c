@@ -147,6 +147,35 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
 	return 0;
 }
 
+/* A killed writer is gone within a second unless the kernel holds it in an
+ * uninterruptible sleep: then what it sleeps in is the result, not a run
+ * that never ends. */
+static int reap_killed(pid_t pid, int *status)
+{
+	double stop = mono_now() + 30;
+	char p[64], stack[2048] = "";
+	FILE *f;
+	size_t n;
+
+	while (mono_now() < stop) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w < 0)
+			return log_error_errno(errno, "waitpid");
+		if (w == pid)
+			return 0;
+		mono_sleep_until(mono_now() + 0.05, NULL);
+	}
+	snprintf(p, sizeof(p), "/proc/%d/stack", (int)pid);
+	f = fopen(p, "re");
+	if (f) {
+		n = fread(stack, 1, sizeof(stack) - 1, f);
+		stack[n] = 0;
+		fclose(f);
+	}
+	return log_error_errno(ETIMEDOUT, "Writer %d still alive 30 s after SIGKILL; its kernel stack:\n%s", (int)pid, stack);
+}
+
 /* The deadline holds even for a writer asleep in balance_dirty_pages():
  * a second past it the writer is killed (a fatal signal ends the throttle
  * loop) and what it did so far, with the lag of the write it was stuck in,
@@ -154,7 +183,7 @@ static int writer(const char *cgroup, double secs, double deadline, struct write
  * minutes. */
 static int run_writer(const char *cgroup, double secs, double deadline, struct writer_result *res)
 {
-	int status;
+	int status, r;
 	double stop = mono_now() + deadline + 1;
 	pid_t pid;
 
@@ -175,8 +204,9 @@ static int run_writer(const char *cgroup, double secs, double deadline, struct w
 			double now;
 
 			(void)kill(pid, SIGKILL);
-			if (waitpid(pid, &status, 0) < 0)
-				return log_error_errno(errno, "waitpid");
+			r = reap_killed(pid, &status);
+			if (r < 0)
+				return r;
 			if (res->start == 0)
 				return log_error_errno(ETIMEDOUT, "Writer in %s never started", cgroup ?: "this cgroup");
 			now = mono_now();

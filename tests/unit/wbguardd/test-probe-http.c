@@ -5,6 +5,7 @@
  * user other than root is shut out at once (root only: skipped else). */
 #include <arpa/inet.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <systemd/sd-event.h>
 
+#include "heartbeat.h"
 #include "probe-http.h"
 #include "tap.h"
 
@@ -82,15 +84,16 @@ int main(void)
 {
 	char listen[64];
 	struct wbg_probe_http p;
+	struct wbg_heartbeat beat;
 	sd_event *e = NULL;
 	char body[256];
 	double took;
 	int port = 0, code;
 
-	if (sd_event_new(&e) < 0)
+	if (sd_event_new(&e) < 0 || heartbeat_start(&beat, e, is_ready, NULL) < 0)
 		return 1;
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
-	CHECK(probe_http_start(&p, e, listen, is_ready, NULL) == 0 && (port = probe_http_port(&p)) > 0,
+	CHECK(probe_http_start(&p, listen, &beat) == 0 && (port = probe_http_port(&p)) > 0,
 	      "started on a port of its own (%s)", listen);
 	code = get(port, "/livez", body, sizeof(body), &took);
 	CHECK(code == 200 && strcmp(body, "ok\n") == 0 && took < 1,
@@ -99,7 +102,7 @@ int main(void)
 	CHECK(code == 503 && strcmp(body, "starting\n") == 0, "/readyz: not ready yet, as published (%d %s)", code,
 	      body);
 	ready_now = true;
-	probe_http_publish(&p); /* as wbguardd does once ready */
+	heartbeat_publish(&beat); /* as wbguardd does once ready */
 	code = get(port, "/readyz", body, sizeof(body), &took);
 	CHECK(code == 200 && strcmp(body, "ok\n") == 0 && took < 1, "published at once: ready, 200 in %.3f s", took);
 	ready_now = false;
@@ -108,14 +111,14 @@ int main(void)
 	CHECK(code == 503, "after the loop's beat: not ready again, as published (%d)", code);
 	ready_now = true;
 	(void)sd_event_run(e, 1200 * 1000);
-	p.stale_usec = 300 * 1000;
+	beat.stale_usec = 300 * 1000;
 	usleep(400 * 1000);
 	code = get(port, "/livez", body, sizeof(body), &took);
 	CHECK(code == 503 && strncmp(body, "stuck", 5) == 0 && atomic_load(&p.stale) == 1,
 	      "a loop silent past stale_usec: /livez 503, stuck, counted (%d %s)", code, body);
 	code = get(port, "/readyz", body, sizeof(body), &took);
 	CHECK(code == 503, "... and /readyz 503 (%d)", code);
-	p.stale_usec = WBG_PROBE_STALE_USEC;
+	beat.stale_usec = WBG_BEAT_STALE_USEC;
 	code = get(port, "/nothing", body, sizeof(body), &took);
 	CHECK(code == 404, "another path: 404 (%d)", code);
 	if (geteuid() != 0)
@@ -149,7 +152,7 @@ int main(void)
 			 "ip -n %s addr add 10.251.%d.2/30 dev %sb && ip -n %s link set %sb up",
 			 ns, ns, ns, ns, ns, getpid() % 250, ns, ns, ns, getpid() % 250, ns, ns, ns);
 		code = system(cmd);
-		CHECK(code == 0 && probe_http_start(&p, e, listen, is_ready, NULL) == 0,
+		CHECK(code == 0 && probe_http_start(&p, listen, &beat) == 0,
 		      "a namespace %s, a veth to it; the probes on %s", ns, listen);
 		snprintf(cmd, sizeof(cmd),
 			 "test \"$(ip netns exec %s curl -s -o /dev/null -w %%{http_code} --max-time 3 "
@@ -161,6 +164,7 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "ip link del %sa 2>/dev/null; ip netns del %s 2>/dev/null", ns, ns);
 		(void)system(cmd);
 	}
+	heartbeat_stop(&beat);
 	sd_event_unref(e);
 	return tap_done();
 }

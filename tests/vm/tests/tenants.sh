@@ -14,7 +14,8 @@
 #    only those it wrote are flushed, named by its inode set;
 # 6. the metrics endpoint: /livez, /readyz, a per-address connection limit
 #    that keeps one client from shutting out the scraper, a request deadline,
-#    and the liveness probe on the control socket;
+#    the liveness probe on the control socket, and the probes answered
+#    within a second under a cgroup storm;
 # 7. a tenant's share of the inode records.
 . "$WBG_TOP/tests/vm/lib.sh"
 # What a tenant can make a flush do: [flush] mode = eager, so that every
@@ -257,17 +258,62 @@ print("%.0f" % (time.time() - t0))')
 scrape_metrics
 check "a client trickling a byte every 2 s is closed by the request deadline ($held s), counted" \
 	sh -c "[ '${held:-30}' -lt 20 ] && [ '$(metric wbguard_http_deadline_closes_total)' -ge 1 ]"
-# 16 addresses x 4 take every one of the endpoint's 64 connections: the
+# 16 addresses x 4 held open (root's: never shut for a share): the
 # liveness probe the DaemonSet runs (wbguardctl ping, on the root-only
 # control socket) still answers.
 hold_conns 3 18 4 10
 sleep 2
 curl -sf -m 3 --interface 127.0.0.19 http://127.0.0.1:9573/livez -o /dev/null
-echo "# /livez over HTTP with every connection taken: curl exit $?"
+echo "# /livez over HTTP with 64 connections held: curl exit $?"
 "$WBG_BUILD/daemon/wbguardctl" ping --timeout 3 >/tmp/ping.txt 2>&1
-check "wbguardctl ping answers while every HTTP connection is held ($(cat /tmp/ping.txt))" test $? = 0
+check "wbguardctl ping answers while 64 HTTP connections are held ($(cat /tmp/ping.txt))" test $? = 0
 kill $holder 2>/dev/null
 wait $holder 2>/dev/null
+# The probes while the loop is busy with a tenant's cgroup storm
+# (tenant-load's flap: 40 cgroups made and removed, again, as fast as one
+# process goes; its churn at 180 a second left the loop 0.03 s late):
+# answered by the server's thread from the loop's heartbeat, each
+# within a second (on the loop, in a tenant storm 2 of 23 failed, the
+# slowest 3.75 s).
+L="python3 $WBG_TOP/tests/bench/tenant-load.py"
+# probed FILE: of the probes in it, "OK WORST-S MEDIAN-S" (a "fail"
+# counts as the limit, 1 s)
+probed() {
+	sed 's/^fail$/1000000/' "$1" | sort -n | awk '{v[NR] = $1; ok += $1 < 1000000}
+		END {printf "%d %.2f %.3f\n", ok, v[NR] / 1e6, v[int((NR + 1) / 2)] / 1e6}'
+}
+$L flap wbgtest 40 >/tmp/churn.json &
+churner=$!
+sleep 2
+$L probe 9573 /livez,/readyz /tmp/probes.txt 100 1 0.05 >/dev/null
+kill $churner 2>/dev/null
+wait $churner 2>/dev/null
+read -r ok worst median <<EOF
+$(probed /tmp/probes.txt)
+EOF
+scrape_metrics
+echo "# a cgroup storm ($(cat /tmp/churn.json)): $ok of 100 probes within 1 s (median $median s, worst $worst s); the loop's timers ran up to $(awk '/^wbguard_event_loop_lag_seconds_sum/ {print $2}' /wbg-out/metrics.txt) s late in all"
+check "probes under a cgroup storm (the loop's timers late): within 1 s, 99 of 100 or more ($ok, worst $worst s)" \
+	test "${ok:-0}" -ge 99
+# A local user reconnecting from 16 addresses as fast as it is shut out:
+# measured, not checked here. The listening socket's queue is first come,
+# first served: in this guest the server takes 45 to 70 connections a
+# second (the peer's owner looked up for each), the user keeps about 55
+# queued, and a probe waits behind them; natively the same storm leaves
+# 100 of 100 probes within 1 s (unit test metrics-http).
+TENANT_UID=65534 $L reconnect 16 4 >/tmp/reconnect.json &
+stormer=$!
+sleep 2
+rm -f /tmp/probes.txt
+$L probe 9573 /livez,/readyz /tmp/probes.txt 20 1 0.05 >/dev/null
+read -r ok worst median <<EOF
+$(probed /tmp/probes.txt)
+EOF
+queued=$(ss -ltnH 'sport = :9573' | awk '{print $2}')
+kill $stormer 2>/dev/null
+wait $stormer 2>/dev/null
+echo "# uid 65534 reconnecting from 16 addresses ($(cat /tmp/reconnect.json)): $ok of 20 probes within 1 s (median $median s, worst $worst s); queued: $queued"
+check "still alive after both storms" kill -0 $DAEMON
 daemon_stop
 "$WBG_BUILD/daemon/wbguardctl" ping --timeout 2 >/dev/null 2>&1
 check "wbguardctl ping without wbguardd: exit 3" test $? = 3
