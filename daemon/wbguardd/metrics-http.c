@@ -565,13 +565,8 @@ int metrics_http_set_web(struct wbg_metrics_http *m, struct wbg_web_config *web)
 {
 	struct set_web a = { m, web };
 
-	if (!m->thread) { /* not serving: kept for nothing, as before */
-		web_config_done(&m->web);
-		m->web = *web;
-		*web = (struct wbg_web_config){ 0 };
-		return 0;
-	}
-	return loop_thread_call(m->thread, set_web, &a);
+	/* not serving: no thread, nobody else reads m->web */
+	return m->thread ? loop_thread_call(m->thread, set_web, &a) : set_web(&a);
 }
 
 /* On the thread, its last: the server and the bcrypt worker go (the
