@@ -105,6 +105,7 @@ static void auth_done(void *req, int result, const uint8_t digest[32], void *use
 	if (result > 0) {
 		atomic_fetch_add(&m->scrapes, 1);
 		q->seq = scrape_feed_ask(&m->feed); /* and now the render */
+		rearm(m); /* its wait's deadline */
 		return;
 	}
 	resume(m, q, result == 0 ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE);
@@ -338,8 +339,12 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	/* a scrape the loop has not rendered for (stuck) is answered 503 */
 	for (struct wbg_http_auth_req *q = m->waiting, *next; q; q = next) {
 		next = q->next;
-		if (!q->checking && now - q->since >= WBG_HTTP_RENDER_WAIT_USEC)
+		if (!q->checking && now - q->since >= WBG_HTTP_RENDER_WAIT_USEC) {
+			if (atomic_fetch_add(&m->render_timeouts, 1) % 100 == 0)
+				log_warning("A scrape waited 5 s for the event loop's render: answered 503 "
+					    "(the loop is stuck or far behind)");
 			resume(m, q, MHD_HTTP_SERVICE_UNAVAILABLE);
+		}
 	}
 	http_conns_expire(&m->conns, now);
 	return on_mhd(s, -1, 0, userdata);
@@ -593,6 +598,9 @@ void metrics_http_metrics(FILE *f, const struct wbg_metrics_http *m)
 	struct auth_checks_stats st = { 0 };
 
 	metric_counter(f, "wbguard_scrapes_total", "Scrapes of this endpoint.", atomic_load(&m->scrapes));
+	metric_counter(f, "wbguard_http_render_timeouts_total",
+		       "Scrapes answered 503: the event loop had not rendered for them within 5 s.",
+		       atomic_load(&m->render_timeouts));
 	metric_counter(f, "wbguard_http_renders_total",
 		       "Renders of the exposition by the event loop for scrapes (one for all that asked before it, "
 		       "at most ten a second).",

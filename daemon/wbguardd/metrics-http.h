@@ -33,7 +33,7 @@ struct wbg_metrics_http {
 	sd_event_source *io_source, *timer_source, *deadline_source;
 	const struct wbg_heartbeat *beat;
 	struct wbg_scrape_feed feed;
-	_Atomic uint64_t scrapes;
+	_Atomic uint64_t scrapes, render_timeouts;
 	struct wbg_http_conns conns;
 	struct wbg_metrics_access access; /* who may GET /metrics */
 	/* [metrics] web_config_file: TLS, and basic auth for /metrics */

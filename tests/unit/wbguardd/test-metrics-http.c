@@ -260,6 +260,8 @@ static void off_the_loop(sd_event *e, struct wbg_metrics_http *m, int port)
 
 		t = now_s() - t;
 		CHECK(r == 3 && t < 8, "the loop stuck: a scrape answered 503 in %.1f s (exit %d)", t, r);
+		CHECK(atomic_load(&m->render_timeouts) == 1, "... counted (%" PRIu64 ")",
+		      atomic_load(&m->render_timeouts));
 	}
 }
 
