@@ -191,7 +191,13 @@ int tcp_peer_uid(int fd, uid_t *ret_uid)
 	if (atomic_load(&diag_answers))
 		return r;
 	r = procfs_uid("/proc", &local, &peer, ret_uid);
-	if (r == 0)
-		atomic_store(&diag_missing, true); /* proc has it, inet_diag not: none here */
+	/* proc has it, inet_diag not: none here. Said once, for each later
+	 * connection then reads every TCP socket's line (the kernel prints
+	 * them: about 4 us each), and a local user who keeps thousands in
+	 * TIME_WAIT slows every probe's turn in the listening queue. */
+	if (r == 0 && !atomic_exchange(&diag_missing, true))
+		log_warning("This kernel has no inet_diag (CONFIG_INET_DIAG, module tcp_diag): each metrics "
+			    "connection's owner is read from /proc/net/tcp, a cost that grows with the node's TCP "
+			    "sockets; load tcp_diag so that a local user's connections cannot delay the probes");
 	return r;
 }
