@@ -34,7 +34,7 @@ esac
 # arch-test lets mmdebstrap make a foreign-architecture chroot).
 LAB="
 llvm clang-tidy cppcheck strace valgrind libcgroup-dev
-qemu-system-x86 qemu-system-arm qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs fdisk lvm2
+qemu-system-x86 qemu-system-arm qemu-utils busybox-static cpio kmod e2fsprogs xfsprogs btrfs-progs fdisk lvm2
 bpftrace gnuplot-nox jq crun runc dbus systemd fio inotify-tools python3-yaml curl prometheus prometheus-node-exporter
 apache2-utils openssl
 man-db lintian fakeroot

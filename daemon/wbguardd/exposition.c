@@ -94,7 +94,8 @@ static void write_node(FILE *f, const struct manager *m)
 	uint64_t too_long = 0;
 	const struct wbg_kernel_view kernel = { .bpf = m->bpf, .series = &m->series, .containers = &m->containers,
 						.per_cgroup = m->cfg.metrics_per_cgroup, .too_long = &too_long,
-						.debugfs = m->debugfs, .watched = watched, .watched_userdata = &m->lifecycle };
+						.debugfs = m->debugfs, .named = host_named_bdis(&m->host),
+						.watched = watched, .watched_userdata = &m->lifecycle };
 
 	lifecycle_metrics(f, &m->lifecycle);
 	watch_metrics(f, &m->watch);
@@ -103,6 +104,7 @@ static void write_node(FILE *f, const struct manager *m)
 	write_textfile(f, m);
 	write_nfd(f, m);
 	watch_systemd_metrics(f, &m->systemd);
+	host_metrics(f, &m->host);
 	metric_value(f, "wbguard_mitigation_active", "gauge", "1 when wbguardd flushes for removed cgroups.",
 		     m->mitigating);
 	metric_value(f, "wbguard_config_last_reload_successful", "gauge",

@@ -11,6 +11,7 @@
 
 #include "host.h"
 #include "wbg-base.h"
+#include "wbg-metrics.h"
 
 char *host_path(const struct wbg_host *h, const char *path)
 {
@@ -41,7 +42,33 @@ static int reload_mounts(struct wbg_host *h)
 			    "their disk finds only filesystems on the disk itself");
 	mountinfo_free(&h->mounts);
 	h->mounts = n;
+	/* btrfs names each filesystem's bdi "btrfs-N", and a stall or a
+	 * wb_stats line names that: which mount it is, for each table */
+	r = named_bdis_read("/sys/fs/btrfs", h->root, &h->mounts, &h->named);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "Cannot read /sys/fs/btrfs: a stall on a btrfs filesystem finds no filesystem to flush");
+	if (h->named.dropped > 0 && h->named.dropped != h->dropped_said) /* said again when it changes */
+		log_warning("More btrfs filesystems are mounted than the %d whose stalls wbguardd can name: %u left out",
+			    WBG_NAMED_BDIS_MAX, h->named.dropped);
+	h->dropped_said = h->named.dropped;
 	return 0;
+}
+
+const struct wbg_named_bdis *host_named_bdis(const struct wbg_host *h)
+{
+	return &h->named;
+}
+
+void host_metrics(FILE *f, const struct wbg_host *h)
+{
+	metric_value(f, "wbguard_btrfs_bdis", "gauge",
+		     "btrfs filesystems whose bdi (btrfs-N) wbguardd has matched to a mount, so that their stalls "
+		     "and wb_stats name a filesystem to flush.",
+		     (double)h->named.n);
+	metric_value(f, "wbguard_btrfs_bdis_dropped", "gauge",
+		     "btrfs filesystems mounted past the 64 whose bdis wbguardd names (logged): their stalls end "
+		     "no-targets.",
+		     (double)h->named.dropped);
 }
 
 /* The kernel flags mountinfo with POLLPRI when the table changes. */

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdio.h>
 #include <systemd/sd-event.h>
 
 #include "wbg-kernel.h"
@@ -17,6 +18,8 @@ struct nl_sock;
 struct wbg_host {
 	char *root; /* "" or the host's root as seen from here (/proc/1/root) */
 	struct wbg_mounts mounts;
+	struct wbg_named_bdis named; /* btrfs' bdis, with the mount table */
+	unsigned dropped_said;       /* named.dropped when last logged */
 	struct blockdevs bdevs;
 	int mountinfo_fd;
 	struct nl_sock *uevent_sock;
@@ -27,5 +30,9 @@ struct wbg_host {
  * first mount table read must succeed. */
 int host_start(struct wbg_host *h, sd_event *event, const char *host_root);
 void host_stop(struct wbg_host *h);
+/* btrfs' bdis ("btrfs-N") to their filesystems' devices, as of the last
+ * mount table. */
+const struct wbg_named_bdis *host_named_bdis(const struct wbg_host *h);
+void host_metrics(FILE *f, const struct wbg_host *h);
 /* A host path (/dev, /sys/kernel/debug) as reachable from here. */
 char *host_path(const struct wbg_host *h, const char *path);

@@ -91,16 +91,16 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 	}
 	case WBG_RING_STALL: {
 		/* the path, where the departed cgroups still have it; the bdi
-		 * by its name, "MAJOR:MINOR" */
+		 * by its name, "MAJOR:MINOR" or btrfs' "btrfs-N" */
 		const char *p = series_cgroup_path(&m->series, e->cgroup_id);
-		unsigned maj = 0, min = 0;
 		char name[WBG_RING_BDI_MAX];
+		dev_t bdi = 0;
 
 		snprintf(name, sizeof(name), "%.*s", (int)sizeof(e->stall.bdi), e->stall.bdi);
-		if (sscanf(name, "%u:%u", &maj, &min) != 2)
-			log_debug("Stall of cgroup %" PRIu64 " on bdi '%s', which names no block device",
+		if (bdi_name_dev(host_named_bdis(&m->host), name, &bdi) < 0)
+			log_debug("Stall of cgroup %" PRIu64 " on bdi '%s', which names no mounted filesystem",
 				  (uint64_t)e->cgroup_id, name);
-		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "", makedev(maj, min),
+		(void)lifecycle_stall(&m->lifecycle, e->cgroup_id, p ? p : "", bdi,
 				      !p || !*p || (watch_in_scope(&m->watch, p, &ancestor_only) && !ancestor_only));
 		return 0;
 	}

@@ -328,7 +328,8 @@ static int start_watch(struct manager *m)
 		return r;
 	r = recover_pending(&m->lifecycle, m->cfg.state_dir, &covered, &n_covered);
 	if (r != -ENOMEM)
-		r = recover_dying(&m->lifecycle, m->debugfs, m->cfg.cgroup_root, m->cfg.max_depth, covered, n_covered);
+		r = recover_dying(&m->lifecycle, m->debugfs, host_named_bdis(&m->host), m->cfg.cgroup_root,
+				  m->cfg.max_depth, covered, n_covered);
 	if (r == -ENOMEM)
 		return r;
 	arm_watch_retry(m);

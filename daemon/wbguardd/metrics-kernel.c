@@ -166,7 +166,7 @@ static void write_dying(FILE *f, const struct wbg_kernel_view *m)
 	size_t n = 0;
 	int r = 0;
 
-	if (!m->debugfs || wbstats_dirty_wbs(m->debugfs, &wbs, &n) < 0)
+	if (!m->debugfs || wbstats_dirty_wbs(m->debugfs, m->named, &wbs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		char labels[48];

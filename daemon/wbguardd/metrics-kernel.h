@@ -7,6 +7,7 @@
 
 struct wbg_bpf;
 struct wbg_containers;
+struct wbg_named_bdis;
 struct wbg_series;
 
 /* A cgroup path longer than this is no label value: its series are left
@@ -22,6 +23,7 @@ struct wbg_kernel_view {
 	const struct wbg_containers *containers;
 	bool per_cgroup; /* [metrics] per_cgroup: the per-cgroup families at all */
 	const char *debugfs; /* NULL: no wb_stats, no dying-wb gauges */
+	const struct wbg_named_bdis *named; /* btrfs' bdis to their filesystems' devices */
 	/* whether wbguardd watches that removed cgroup's dying wb now */
 	bool (*watched)(const void *userdata, uint64_t cgroup_id);
 	const void *watched_userdata;

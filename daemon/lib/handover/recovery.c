@@ -46,13 +46,13 @@ int recover_pending(struct wbg_lifecycle *lc, const char *state_dir, uint64_t **
 	return r;
 }
 
-int recover_dying(struct wbg_lifecycle *lc, const char *debugfs, const char *cgroup_root, unsigned max_depth,
-		  const uint64_t *covered, size_t n_covered)
+int recover_dying(struct wbg_lifecycle *lc, const char *debugfs, const struct wbg_named_bdis *named,
+		  const char *cgroup_root, unsigned max_depth, const uint64_t *covered, size_t n_covered)
 {
 	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
 	_cleanup_free_ uint64_t *live = NULL;
 	size_t n = 0, n_live = 0;
-	int r = wbstats_dirty_wbs(debugfs, &wbs, &n);
+	int r = wbstats_dirty_wbs(debugfs, named, &wbs, &n);
 
 	if (r == -ENOENT)
 		return 0; /* no wb_stats: before 6.10, or no debugfs */

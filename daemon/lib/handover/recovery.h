@@ -13,11 +13,13 @@
 #include <stdint.h>
 
 struct wbg_lifecycle;
+struct wbg_named_bdis;
 
 /* The records in state_dir, each redone and dropped; the cgroup ids they
  * named go to *ret_covered (sorted, malloc'ed). */
 int recover_pending(struct wbg_lifecycle *lc, const char *state_dir, uint64_t **ret_covered, size_t *ret_n);
-/* debugfs: where bdi/<bdi>/wb_stats are; cgroup_root, max_depth: the live
- * cgroups. covered: ids recover_pending() already redid. */
-int recover_dying(struct wbg_lifecycle *lc, const char *debugfs, const char *cgroup_root, unsigned max_depth,
-		  const uint64_t *covered, size_t n_covered);
+/* debugfs: where bdi/<bdi>/wb_stats are; named: btrfs' bdis (NULL: device
+ * numbers only); cgroup_root, max_depth: the live cgroups. covered: ids
+ * recover_pending() already redid. */
+int recover_dying(struct wbg_lifecycle *lc, const char *debugfs, const struct wbg_named_bdis *named,
+		  const char *cgroup_root, unsigned max_depth, const uint64_t *covered, size_t n_covered);

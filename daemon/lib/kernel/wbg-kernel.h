@@ -7,6 +7,7 @@
 #include "boost-limit.h"
 #include "bpf-programs.h"
 #include "mountinfo.h"
+#include "named-bdis.h"
 #include "scratch.h"
 #include "sysctl-keeper.h"
 #include "verdict.h"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "wbg-base.h"
 #include "wbstats.h"
@@ -110,7 +111,7 @@ int wbstats_census(const char *debugfs, struct wbg_wb_census *ret)
 	_cleanup_free_ struct wbg_dirty_wb *wbs = NULL;
 	struct wbg_wb_census c = { 0 };
 	size_t n = 0;
-	int r = wbstats_wbs(debugfs, true, &wbs, &n);
+	int r = wbstats_wbs(debugfs, NULL, true, &wbs, &n) /* ids only: no devices */;
 
 	if (r < 0)
 		return r;
@@ -137,23 +138,28 @@ bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino)
 }
 
 /* .../bdi/<name>/wb_stats: a block device's bdi is named by its number, as
- * is an NFS mount's (its anonymous 0:N); others (btrfs-1...) give none. */
-static bool bdi_dev(const char *path, unsigned *ret_major, unsigned *ret_minor)
+ * is an NFS mount's (its anonymous 0:N); btrfs' (btrfs-1...) by the table
+ * of named bdis, when it has them; others give none. */
+static bool bdi_dev(const char *path, const struct wbg_named_bdis *named, unsigned *ret_major, unsigned *ret_minor)
 {
-	const char *name = path + strlen(path) - strlen("/wb_stats");
-	unsigned maj, min;
-	int end = 0;
+	const char *end = path + strlen(path) - strlen("/wb_stats"), *name = end;
+	char bdi[WBG_BDI_NAME_MAX];
+	dev_t dev;
 
 	while (name > path && name[-1] != '/')
 		name--;
-	if (sscanf(name, "%u:%u%n", &maj, &min, &end) != 2 || strcmp(name + end, "/wb_stats") != 0)
+	if ((size_t)(end - name) >= sizeof(bdi))
 		return false;
-	*ret_major = maj;
-	*ret_minor = min;
+	snprintf(bdi, sizeof(bdi), "%.*s", (int)(end - name), name);
+	if (bdi_name_dev(named, bdi, &dev) < 0)
+		return false;
+	*ret_major = major(dev);
+	*ret_minor = minor(dev);
 	return true;
 }
 
-int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t *ret_n)
+int wbstats_wbs(const char *debugfs, const struct wbg_named_bdis *named, bool all, struct wbg_dirty_wb **ret,
+		size_t *ret_n)
 {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
@@ -186,7 +192,7 @@ int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t
 			break;
 		}
 		any = true;
-		has_dev = bdi_dev(g.gl_pathv[i], &maj, &min);
+		has_dev = bdi_dev(g.gl_pathv[i], named, &maj, &min);
 		for (size_t k = 0; k < n; k++) {
 			bool dirty = wb_stat_has_dirty_io(&v[k]);
 
@@ -221,9 +227,10 @@ int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t
 	return 0;
 }
 
-int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n)
+int wbstats_dirty_wbs(const char *debugfs, const struct wbg_named_bdis *named, struct wbg_dirty_wb **ret,
+		      size_t *ret_n)
 {
-	return wbstats_wbs(debugfs, false, ret, ret_n);
+	return wbstats_wbs(debugfs, named, false, ret, ret_n);
 }
 
 int wbstats_cgroup_clean(const char *debugfs, uint64_t cg_ino)

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "named-bdis.h"
+
 struct wbg_wb_stat {
 	uint64_t cg_ino;
 	uint64_t writeback_kb, reclaimable_kb;
@@ -36,7 +38,8 @@ void wbstats_census_done(struct wbg_wb_census *c);
 bool wbstats_set_has(const uint64_t *set, size_t n, uint64_t cg_ino);
 
 /* A wb, and the device its bdi is named by (has_dev false when the name is
- * not a device number); dirty_bytes: its WbReclaimable and WbWriteback. */
+ * neither a device number nor in the table of named bdis); dirty_bytes:
+ * its WbReclaimable and WbWriteback. */
 struct wbg_dirty_wb {
 	uint64_t cg_ino;
 	bool dirty;
@@ -47,6 +50,8 @@ struct wbg_dirty_wb {
 /* A bdi whose wb_stats cannot be read (too large, unparsable) fails the
  * whole read (counted in wbstats_read_failures): unknown, never drained.
  * all: every wb; otherwise those with dirty IO (wbstats_dirty_wbs). */
-int wbstats_wbs(const char *debugfs, bool all, struct wbg_dirty_wb **ret, size_t *ret_n);
-int wbstats_dirty_wbs(const char *debugfs, struct wbg_dirty_wb **ret, size_t *ret_n);
+int wbstats_wbs(const char *debugfs, const struct wbg_named_bdis *named, bool all, struct wbg_dirty_wb **ret,
+		size_t *ret_n);
+int wbstats_dirty_wbs(const char *debugfs, const struct wbg_named_bdis *named, struct wbg_dirty_wb **ret,
+		      size_t *ret_n);
 extern uint64_t wbstats_read_failures;

@@ -21,6 +21,7 @@
 #include "pending.h"
 #include "recovery.h"
 #include "tap.h"
+#include "wbg-kernel.h"
 
 /* Cgroup ids cgroupfs does not have: removed cgroups, as wb_stats names
  * their dying wbs (inode numbers this far up are no temporary dir's). */
@@ -264,7 +265,7 @@ static void test_dying(void)
 	put_dirty_wb("8:32", st.st_ino);
 	put_dirty_wb("8:48", GONE_B);
 	put_dirty_wb("8:64", top);
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 0, covered, 1) == 0, "dying: wb_stats and cgroupfs read");
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 0, covered, 1) == 0, "dying: wb_stats and cgroupfs read");
 	CHECK(started(GONE_A, &k) == 1, "dying: a removed cgroup's dirty wb gets a handover");
 	CHECK(handover_of(GONE_A) && handover_of(GONE_A)->trigger == WBG_TRIGGER_RECOVERED,
 	      "dying: its trigger is recovered");
@@ -284,7 +285,7 @@ static void test_dying(void)
 	(void)live_cgroup("a");
 	nested = live_cgroup("a/b");
 	put_dirty_wb("8:0", nested);
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 1, NULL, 0) == 0 && started(nested, NULL) == 1,
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 1, NULL, 0) == 0 && started(nested, NULL) == 1,
 	      "dying: a cgroup below max_depth is not known live");
 	trees_close();
 }
@@ -303,11 +304,23 @@ static void test_dying_devices(void)
 	put_dirty_wb("btrfs-1", GONE_A);
 	put_dirty_wb("btrfs-2", GONE_B);
 	put_dirty_wb("8:0", GONE_B);
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 0, NULL, 0) == 0, "devices: read");
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 0, NULL, 0) == 0, "devices: read");
 	CHECK(started(GONE_A, NULL) == 0, "devices: dirty on bdis named by no device: no handover");
 	devs[0] = makedev(8, 0);
 	CHECK(started(GONE_B, &k) == 1 && recorded_devs_are(k, devs, fs, 1),
 	      "devices: of a named and an unnamed bdi, the named one planned");
+	trees_close();
+	/* btrfs' bdis in the table of named bdis: their filesystems' devices */
+	trees_open();
+	put_dirty_wb("btrfs-1", GONE_A);
+	{
+		struct wbg_named_bdis t = { .n = 1, .v = { { "btrfs-1", makedev(0, 33) } } };
+
+		CHECK(recover_dying(&lc, debugfs, &t, cgroupfs, 0, NULL, 0) == 0, "btrfs: read");
+	}
+	devs[0] = makedev(0, 33);
+	CHECK(started(GONE_A, &k) == 1 && recorded_devs_are(k, devs, fs, 1),
+	      "btrfs: dirty only on btrfs-1, its filesystem (0:33) planned");
 	trees_close();
 
 	/* one handover holds 8 devices; a cgroup on 10: all 10 flushed,
@@ -319,7 +332,7 @@ static void test_dying_devices(void)
 		snprintf(bdi, sizeof(bdi), "9:%u", i);
 		put_dirty_wb(bdi, GONE_A);
 	}
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 0, NULL, 0) == 0, "devices: ten bdis read");
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 0, NULL, 0) == 0, "devices: ten bdis read");
 	CHECK(world.n_recorded >= 1 && world.recorded[0].n == 8, "devices: a handover holds at most 8 devices");
 	for (unsigned c = 0; c < world.n_recorded; c++)
 		for (size_t i = 0; i < world.recorded[c].n; i++)
@@ -335,11 +348,11 @@ static void test_dying_unknown(void)
 
 	/* no wb_stats (before 6.10, or no debugfs): nothing to go by */
 	trees_open();
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 0, NULL, 0) == 0 && world.n_sub == 0,
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 0, NULL, 0) == 0 && world.n_sub == 0,
 	      "unknown: no wb_stats, no error and no handover");
 	put_dirty_wb("8:0", GONE_A);
 	snprintf(p, sizeof(p), "%s/none", root);
-	CHECK(recover_dying(&lc, debugfs, p, 0, NULL, 0) < 0 && world.n_sub == 0,
+	CHECK(recover_dying(&lc, debugfs, NULL, p, 0, NULL, 0) < 0 && world.n_sub == 0,
 	      "unknown: cgroupfs unreadable: an error, no wb taken for a dying cgroup's");
 	trees_close();
 
@@ -348,7 +361,7 @@ static void test_dying_unknown(void)
 	trees_open();
 	put_dirty_wb("8:0", GONE_A);
 	put_file(debugfs, "bdi/8:16/wb_stats/x", "");
-	CHECK(recover_dying(&lc, debugfs, cgroupfs, 0, NULL, 0) < 0 && world.n_sub == 0,
+	CHECK(recover_dying(&lc, debugfs, NULL, cgroupfs, 0, NULL, 0) < 0 && world.n_sub == 0,
 	      "unknown: an unreadable bdi: an error, no handover");
 	trees_close();
 }
@@ -365,7 +378,7 @@ static void test_both(void)
 	put_dirty_wb("8:0", GONE_A);
 	put_dirty_wb("8:16", GONE_B);
 	CHECK(recover_pending(&lc, state, &covered, &n) == 0 &&
-		      recover_dying(&lc, debugfs, cgroupfs, 0, covered, n) == 0,
+		      recover_dying(&lc, debugfs, NULL, cgroupfs, 0, covered, n) == 0,
 	      "both: redone in the daemon's order");
 	CHECK(started(GONE_A, NULL) == 1 && strcmp(handover_of(GONE_A)->path, "kubepods/pod-c") == 0,
 	      "both: a recorded cgroup's dirty wb redone once, as its record says");

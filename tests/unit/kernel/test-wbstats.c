@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "tap.h"
 #include "wbstats.h"
@@ -95,7 +96,7 @@ int main(void)
 			bool a = false, b = false;
 
 			put_bdi(dir, "btrfs-1", "WbCgIno: 55\nb_dirty: 3\nstate: 5\n");
-			CHECK(wbstats_dirty_wbs(dir, &w, &nw) == 0 && nw == 3, "dirty wbs with their bdis");
+			CHECK(wbstats_dirty_wbs(dir, NULL, &w, &nw) == 0 && nw == 3, "dirty wbs with their bdis");
 			for (size_t i = 0; i < nw; i++) {
 				a |= w[i].cg_ino == 4242 && w[i].has_dev && w[i].major == 8 && w[i].minor == 0;
 				b |= w[i].cg_ino == 55 && !w[i].has_dev;
@@ -104,8 +105,19 @@ int main(void)
 			for (size_t i = 0; i < nw; i++)
 				if (w[i].cg_ino == 4242)
 					CHECK(w[i].dirty && w[i].dirty_bytes == (51200ULL + 1024) << 10, "its dirty bytes: WbReclaimable and WbWriteback");
-			CHECK(b, "a bdi with another name has no device");
+			CHECK(b, "a bdi with another name, without a table of named bdis: no device");
 			free(w);
+			{
+				/* btrfs-1 is the filesystem mounted from 0:33 */
+				struct wbg_named_bdis t = { .n = 1, .v = { { "btrfs-1", makedev(0, 33) } } };
+
+				b = false;
+				CHECK(wbstats_dirty_wbs(dir, &t, &w, &nw) == 0 && nw == 3, "again, with a table of named bdis");
+				for (size_t i = 0; i < nw; i++)
+					b |= w[i].cg_ino == 55 && w[i].has_dev && w[i].major == 0 && w[i].minor == 33;
+				CHECK(b, "btrfs' bdi: the device of the filesystem it names (0:33)");
+				free(w);
+			}
 		}
 		{
 			/* a bdi that cannot be read: the answer is unknown, not a set

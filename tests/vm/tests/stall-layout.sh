@@ -1,4 +1,4 @@
-# vm: --kernel stock --disks gptlvm
+# vm: --kernel stock --disks gptlvm,btrfs
 # vm-paced: its reproductions write at a set rate for set seconds (under one host core busy)
 # A node's disk layout instead of a bare disk (test-disks gptlvm): ext4 on
 # a GPT partition, whose writeback the kernel names after the whole disk
@@ -58,3 +58,31 @@ cases() {
 # of its own runs in /run/wbguard (the handovers file is appended to)
 cases ext4
 cases xfs
+
+# btrfs (on a disk of its own): it takes part in cgroup writeback (its
+# wb_stats list the cgroups' wbs), but its bdi is the filesystem's own,
+# named "btrfs-N", not a device number, and a stall or a wb_stats
+# directory names that. The two cases that start from the bdi's name: the
+# stall itself, and the restart's scan of dying wbs. Before wbguardd
+# matched btrfs-N to its mount (/sys/fs/btrfs/<fsid>/bdi and devices/, the
+# mount's source device), the stall's handover ended no-targets ("on 0:0")
+# and the scan skipped the wb.
+bdi=$(basename "$(readlink /sys/fs/btrfs/*-*/bdi)")
+echo "# btrfs: mounted from 0:$(awk '$5 == "/mnt/btrfs" {print $3}' /proc/self/mountinfo | cut -d: -f2), its bdi $bdi"
+check "btrfs: its bdi has a name of its own ($bdi) with the cgroups' wbs in its wb_stats" \
+	sh -c "case '$bdi' in btrfs-*) grep -q WbCgIno /sys/kernel/debug/bdi/$bdi/wb_stats ;; *) false ;; esac"
+STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 512M --dir /mnt/btrfs --mode removed"
+wb=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+"$WBG_BUILD/tests/wbstall" $STALL_RUN --deadline 24 --json /wbg-out/stalled-btrfs.json >/dev/null
+echo "$wb" >/proc/sys/vm/dirty_writeback_centisecs
+r=/wbg-out/stalled-btrfs.json
+echo "# btrfs unguarded: -ENOENT $(jqv $r '.cgroup_writeback_by_id.old_target.enoent // 0'), replacement worst lag $(jqv $r .new.worst_lag_s) s"
+check "btrfs: unguarded, the replacement's foreign flushes to the removed cgroup get -ENOENT" \
+	test "$(jqv $r '.cgroup_writeback_by_id.old_target.enoent // 0')" -gt 0
+unseen_removals $r 1
+h=$(jq -c 'select(.trigger == "stall")' /run/wbguard/handovers.jsonl 2>/dev/null | tail -1)
+echo "# btrfs stall handover: $(echo "$h" | jq -c '{outcome, targets, target_list}' 2>/dev/null)"
+check "btrfs: the stall handover flushed the filesystem at /mnt/btrfs" \
+	test "$(echo "$h" | jq '[select(.outcome == "flushed") | .target_list[] | select(.fstype == "btrfs")] | length')" = 1
+unseen_removals $r
