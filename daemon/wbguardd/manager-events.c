@@ -38,15 +38,6 @@ static void note_mount_namespace(struct manager *m, struct wbg_cgroup *c)
 	c->n_ns_devs = n;
 }
 
-/* A removed cgroup's set of what it dirtied is kept while a handover of it
- * is in progress (it says what to flush on evidence, also for a flush that
- * outlives the rmdir); the lifecycle forgets it at that handover's end. */
-static void forget_dirtied(struct manager *m, uint64_t id)
-{
-	if ((wbg_bpf_groups(m->bpf) & WBG_BPF_DIRTIED) && !lifecycle_cgroup_active(&m->lifecycle, id))
-		(void)wbg_bpf_forget_cgroup(m->bpf, id);
-}
-
 /* Every removal in the v2 hierarchy, from the kernel, with its id, and the
  * ring's other news (releases, dirtying of armed cgroups, evidence). Most
  * removals are inotify's news too; this catches the ones created and
@@ -118,7 +109,7 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 	tmp.in_scope = true;
 	cgroup_identity_parse(path, &tmp.ident);
 	(void)lifecycle_event(&m->lifecycle, &tmp, WBG_TRIGGER_RMDIR_BPF);
-	forget_dirtied(m, tmp.id);
+	lifecycle_cgroup_removed(&m->lifecycle, tmp.id);
 	return 0;
 }
 
@@ -159,7 +150,7 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	series_departed(&m->series, c->id, c->path);
 	expiry_cgroup_gone(&m->expiry, c->id);
 	(void)lifecycle_event(&m->lifecycle, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
-	forget_dirtied(m, c->id);
+	lifecycle_cgroup_removed(&m->lifecycle, c->id);
 	wbg_bpf_tenant_forget(m->bpf, c->id);
 }
 

@@ -51,6 +51,39 @@ bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 	return tfind(&key, &lc->active_cgroups, cmp_leading_u64) != NULL;
 }
 
+bool handover_forget_dirtied(enum wbg_forget_moment when, struct wbg_forget_facts f)
+{
+	switch (when) {
+	case WBG_FORGET_REMOVED:
+		/* a handover in progress (a flush that outlives the rmdir)
+		 * still needs them on evidence */
+		return !f.active;
+	case WBG_FORGET_ENDED:
+		/* a cgroup still there may dirty more; a watched one's went
+		 * at its unwatching; another handover of it may need them */
+		return f.removed && !f.was_watched && !f.active;
+	case WBG_FORGET_UNWATCHED:
+		return true; /* the watch was what needed them */
+	}
+	return false;
+}
+
+void lc_forget_dirtied(struct wbg_lifecycle *lc, uint64_t cgroup_id, enum wbg_forget_moment when, bool removed,
+		       bool was_watched)
+{
+	struct wbg_forget_facts f = { .active = lifecycle_cgroup_active(lc, cgroup_id),
+				      .removed = removed,
+				      .was_watched = was_watched };
+
+	if (handover_forget_dirtied(when, f))
+		lc->world.kernel->forget(lc->world.kernel_data, cgroup_id);
+}
+
+void lifecycle_cgroup_removed(struct wbg_lifecycle *lc, uint64_t cgroup_id)
+{
+	lc_forget_dirtied(lc, cgroup_id, WBG_FORGET_REMOVED, true, false);
+}
+
 /* A settled cgroup: its id, in a tree by id. */
 struct settled_cgroup {
 	uint64_t cgroup_id; /* first: cmp_leading_u64 */

@@ -63,11 +63,7 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	}
 	lc->stats.flushed_device_bytes += h->device_bytes;
 	(void)lc_finish(lc, h);
-	/* what a removed cgroup dirtied was kept while a handover of it ran
-	 * (a flush that outlives the rmdir still needs it on evidence); a
-	 * watched one's went at its unwatching */
-	if (h->t_removed && !h->was_watched && !lifecycle_cgroup_active(lc, h->cgroup_id))
-		lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
+	lc_forget_dirtied(lc, h->cgroup_id, WBG_FORGET_ENDED, h->t_removed != 0, h->was_watched);
 	/* its next stall is news again (unwatching forgot a watched one),
 	 * unless nothing could be flushed for it: then a report at every
 	 * failed flush would only repeat this end */

@@ -59,6 +59,9 @@ void lc_run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
  * populated 0): its removal then starts none. */
 void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled);
 bool lc_settled(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
+/* handover_forget_dirtied's decision over the lifecycle's facts, carried out */
+void lc_forget_dirtied(struct wbg_lifecycle *lc, uint64_t cgroup_id, enum wbg_forget_moment when, bool removed,
+		       bool was_watched);
 struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id);
 /* A new handover, in the set (NULL: out of memory, logged). */
 struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger);

@@ -155,7 +155,7 @@ static void watch_remove(struct wbg_lifecycle *lc, struct wbg_handover *h, struc
 	share_give(&lc->watch.share, h->watch_pooled);
 	lc->watch.stats.ended[watch_end(h, f)]++;
 	lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
-	lc->world.kernel->forget(lc->world.kernel_data, h->cgroup_id);
+	lc_forget_dirtied(lc, h->cgroup_id, WBG_FORGET_UNWATCHED, true, true);
 }
 
 struct wbg_fact lc_watch_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o)

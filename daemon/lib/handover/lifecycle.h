@@ -290,6 +290,25 @@ const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 
+/* When what a removed cgroup dirtied (BPF's inode and device records, which
+ * say what to flush on evidence) is forgotten: the one decision, for the
+ * three moments that may forget it. */
+enum wbg_forget_moment {
+	WBG_FORGET_REMOVED,   /* the cgroup's removal was seen */
+	WBG_FORGET_ENDED,     /* a handover of it ended */
+	WBG_FORGET_UNWATCHED, /* its dying wb's watch ended */
+};
+struct wbg_forget_facts {
+	bool active;      /* a handover of it is (still) in progress */
+	bool removed;     /* ENDED: the handover saw the removal */
+	bool was_watched; /* ENDED: it was watched (its unwatching forgot) */
+};
+bool handover_forget_dirtied(enum wbg_forget_moment when, struct wbg_forget_facts f);
+/* The removal of a cgroup was seen (inotify, or BPF's rmdir): what it
+ * dirtied is forgotten unless a handover of it still needs it (that
+ * handover's end forgets it). */
+void lifecycle_cgroup_removed(struct wbg_lifecycle *lc, uint64_t cgroup_id);
+
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
  * (inode: which, flushed with the rest of the cgroup's own), or a foreign
  * flush to it fail (inode NULL). -ENOENT: not watched. ret_path: its

@@ -408,5 +408,51 @@ static void test_names(void)
 	containers_forget(&containers, "kubepods/p1/c1");
 }
 
-WORLD_MAIN(test_names, test_eager, test_dying_still_dirty, test_early_ends, test_empty_plans,
+/* When a removed cgroup's BPF records are forgotten: one decision for
+ * the three moments, then the lifecycle carrying it out at a removal. */
+static void test_forget(void)
+{
+	/* moment, active, removed, was_watched -> forget */
+	static const struct {
+		enum wbg_forget_moment when;
+		bool active, removed, was_watched, forget;
+	} table[] = {
+		{ WBG_FORGET_REMOVED, false, true, false, true },
+		{ WBG_FORGET_REMOVED, true, true, false, false },
+		{ WBG_FORGET_ENDED, false, true, false, true },
+		{ WBG_FORGET_ENDED, true, true, false, false },
+		{ WBG_FORGET_ENDED, false, false, false, false },
+		{ WBG_FORGET_ENDED, false, true, true, false },
+		{ WBG_FORGET_UNWATCHED, true, true, true, true },
+		{ WBG_FORGET_UNWATCHED, false, true, true, true },
+	};
+	struct wbg_cgroup *c;
+	uint64_t id;
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		struct wbg_forget_facts f = { table[i].active, table[i].removed, table[i].was_watched };
+
+		all &= handover_forget_dirtied(table[i].when, f) == table[i].forget;
+	}
+	CHECK(all, "forget: the decision's table (removed, ended, unwatched)");
+
+	/* eager: the flush in progress at the removal keeps the records until
+	 * the handover ends */
+	setup(false);
+	c = cgroup(1100, "k/forget");
+	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	lifecycle_cgroup_removed(&lc, 1100);
+	CHECK(lifecycle_cgroup_active(&lc, 1100) && world.forgotten == 0,
+	      "forget: a removal while its handover flushes keeps its records");
+	job_done(id, 0);
+	removed(c);
+	advance(world.now + 3 * S);
+	CHECK(!lifecycle_cgroup_active(&lc, 1100) && world.forgotten == 1, "forget: ... its handover's end forgets them");
+	lifecycle_cgroup_removed(&lc, 1200);
+	CHECK(world.forgotten == 2, "forget: a removal with no handover of it forgets at once");
+	teardown();
+}
+
+WORLD_MAIN(test_forget, test_names, test_eager, test_dying_still_dirty, test_early_ends, test_empty_plans,
 	   test_timeout, test_on_evidence, test_stop, test_stop_job, test_recovery)
