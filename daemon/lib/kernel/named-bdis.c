@@ -20,13 +20,21 @@ static int device_name(const char *root, const char *path, char *ret, size_t siz
 {
 	char p[PATH_MAX], link[PATH_MAX];
 	const char *base;
+	int hops = 0;
 
+	/* btrfs shows "<missing disk>" for a device it lost; a relative
+	 * path would be resolved against our own directory */
+	if (path[0] != '/')
+		return -EINVAL;
 	if ((size_t)snprintf(p, sizeof(p), "%s%s", root, path) >= sizeof(p))
 		return -ENAMETOOLONG;
-	for (int hops = 0; hops < 8; hops++) {
-		ssize_t n = readlink(p, link, sizeof(link) - 1);
+	for (;; hops++) {
+		ssize_t n;
 		char *slash;
 
+		if (hops == 8)
+			return -ELOOP; /* p is still a link: not a device's name */
+		n = readlink(p, link, sizeof(link) - 1);
 		if (n < 0)
 			break; /* not a link (or gone): p is the name */
 		link[n] = '\0';
@@ -42,7 +50,8 @@ static int device_name(const char *root, const char *path, char *ret, size_t siz
 	}
 	base = strrchr(p, '/');
 	base = base ? base + 1 : p;
-	if (!*base || strlen(base) >= size)
+	/* "." or ".." would name devices/ itself or its parent */
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strlen(base) >= size)
 		return -EINVAL;
 	strcpy(ret, base);
 	return 0;
@@ -122,7 +131,9 @@ int bdi_name_dev(const struct wbg_named_bdis *t, const char *name, dev_t *ret)
 	unsigned maj, min;
 	int end = 0;
 
-	if (sscanf(name, "%u:%u%n", &maj, &min, &end) == 2 && name[end] == '\0') {
+	/* fuseblk's "MAJ:MIN-fuseblk" is its mount's device too */
+	if (sscanf(name, "%u:%u%n", &maj, &min, &end) == 2 &&
+	    (name[end] == '\0' || strcmp(name + end, "-fuseblk") == 0)) {
 		*ret = makedev(maj, min);
 		return 0;
 	}

@@ -36,7 +36,7 @@ struct wbg_named_bdis {
  * empty table, still valid). */
 int named_bdis_read(const char *sys_fs_btrfs, const char *root, const struct wbg_mounts *m,
 		    struct wbg_named_bdis *ret);
-/* A bdi's name as the kernel prints it ("8:0", "btrfs-3") to the device its
- * filesystems are found by: the number itself, or the btrfs filesystem's
- * from t (NULL: numbers only). -ENODEV: neither. */
+/* A bdi's name as the kernel prints it ("8:0", "0:52-fuseblk", "btrfs-3") to
+ * the device its filesystems are found by: the number itself, or the btrfs
+ * filesystem's from t (NULL: numbers only). -ENODEV: neither. */
 int bdi_name_dev(const struct wbg_named_bdis *t, const char *name, dev_t *ret);

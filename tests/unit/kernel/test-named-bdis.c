@@ -88,12 +88,34 @@ int main(void)
 	      "btrfs-5, mounted nowhere in the table: counted, no device");
 	CHECK(bdi_name_dev(&t, "8:16", &d) == 0 && d == makedev(8, 16), "a device number is itself");
 	CHECK(bdi_name_dev(NULL, "254:0", &d) == 0 && d == makedev(254, 0), "... without a table too");
+	CHECK(bdi_name_dev(&t, "0:52-fuseblk", &d) == 0 && d == makedev(0, 52), "fuseblk's: its mount's device");
 	CHECK(bdi_name_dev(&t, "8:16x", &d) == -ENODEV && bdi_name_dev(&t, "9p-1", &d) == -ENODEV &&
 		      bdi_name_dev(NULL, "btrfs-3", &d) == -ENODEV,
 	      "other names: no device");
 	CHECK(named_bdis_read(sysfs, "", &m, &t) == 0 && t.n == 0 && t.unmatched == 3,
 	      "the host's /dev not below this root: nothing matched, each counted");
 	mountinfo_free(&m);
+	{
+		/* sources that name no device: btrfs' "<missing disk>", a link
+		 * loop, a link to ".." (which devices/ always has) */
+		char sys2[300];
+
+		mk("sys2/fs/btrfs/aaaa/devices");
+		ln("../../../devices/virtual/bdi/btrfs-6", "sys2/fs/btrfs/aaaa/bdi");
+		ln("../../../../devices/virtual/block/cyc1", "sys2/fs/btrfs/aaaa/devices/cyc1");
+		ln("cyc2", "host/dev/cyc1");
+		ln("cyc1", "host/dev/cyc2");
+		ln("..", "host/dev/up");
+		snprintf(sys2, sizeof(sys2), "%s/sys2/fs/btrfs", root);
+		CHECK(mountinfo_parse("50 28 0:50 / /a rw - btrfs <missing\\040disk> rw\n"
+				      "51 28 0:51 / /b rw - btrfs /dev/cyc1 rw\n"
+				      "52 28 0:52 / /c rw - btrfs /dev/up rw\n",
+				      &m) == 0 && m.n == 3,
+		      "btrfs mounts from a lost disk, a link loop and a link to ..");
+		CHECK(named_bdis_read(sys2, host, &m, &t) == 0 && t.n == 0 && t.unmatched == 1,
+		      "none names a device: btrfs-6 unmatched (%zu named)", t.n);
+		mountinfo_free(&m);
+	}
 	{
 		/* more btrfs filesystems than the table holds: the rest counted */
 		char text[64 * 80 + 200] = "", line[128], fsid[64], bdi[32], dev[32];
