@@ -139,14 +139,17 @@ bpf_programs() {
 STALL_RUN="--files 50 --old-secs 3 --new-secs 12 --parent-max 512M --dir /mnt/ext4 --mode removed"
 
 # stall_judge WHAT JSON STALLED_JSON
+# STALL_MEASURE_ONLY=WHY: the figures printed, not checked (WHY says why).
 stall_judge() {
 	local what=$1 j=$2 stalled=$3 e u c=""
 	e=$(jqv "$j" '.cgroup_writeback_by_id.old_target.enoent // 0')
 	u=$(jqv "$stalled" '.cgroup_writeback_by_id.old_target.enoent // 0')
 	[ -s /wbg-out/control.json ] &&
 		c=" (control $(jqv /wbg-out/control.json .new.worst_lag_s) s, $(jqv /wbg-out/control.json .new.elapsed_s) s)"
-	echo "# $what: old data dirty at removal $(jqv "$j" .old.file_dirty_at_removal) B; replacement worst lag $(jqv "$j" .new.worst_lag_s) s, append $(jqv "$j" .new.elapsed_s) s$c, -ENOENT $e (unguarded: $u)"
-	if [ "$(jqv "$j" .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
+	echo "# $what: old data dirty at removal $(jqv "$j" .old.file_dirty_at_removal) B; replacement worst lag $(jqv "$j" .new.worst_lag_s) s, append $(jqv "$j" .new.elapsed_s) s$c, -ENOENT $e (unguarded: $u)${STALL_MEASURE_ONLY:+ (measured, not judged: $STALL_MEASURE_ONLY)}"
+	if [ -n "${STALL_MEASURE_ONLY:-}" ]; then
+		return 0
+	elif [ "$(jqv "$j" .old.file_dirty_at_removal)" -gt 0 ] 2>/dev/null; then
 		check "$what: -ENOENT to the old cgroup under a quarter of the unguarded run's ($e of $u)" \
 			awk -v e="${e:-0}" -v u="${u:-0}" 'BEGIN { exit !(u > 0 && e * 4 < u) }'
 	else
