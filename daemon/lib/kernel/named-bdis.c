@@ -53,7 +53,7 @@ static int device_name(const char *root, const char *path, char *ret, size_t siz
 	/* "." or ".." would name devices/ itself or its parent */
 	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strlen(base) >= size)
 		return -EINVAL;
-	strcpy(ret, base);
+	snprintf(ret, size, "%s", base); /* fits: checked above */
 	return 0;
 }
 
