@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* btrfs' bdis ("btrfs-N", one per filesystem) to the filesystem's device,
- * on fake trees laid out as the kernel and udev lay them: /sys/fs/btrfs
+ * on temporary trees laid out as the kernel and udev lay them: /sys/fs/btrfs
  * with its "features" directory, a filesystem over an LVM volume mounted by
  * its /dev/mapper name (a udev link), one spanning two disks mounted from
  * the second, one mounted nowhere in the table, and the host's /dev below
@@ -17,7 +17,7 @@
 #include "named-bdis.h"
 #include "tap.h"
 
-static char root[] = "/tmp/wbg-named-bdis.XXXXXX";
+static char root[] = "/tmp/wbg-named-bdis.XXXXXX"; /* mkdtemp's template */
 
 static void mk(const char *rel)
 {
