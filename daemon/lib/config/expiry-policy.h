@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define WBG_EXPIRY_ANNOTATION "wbguard.io/dirty-expire"
 #define WBG_EXPIRY_MAX_CS (24 * 3600 * 100)
 
 enum wbg_expiry_mech {

@@ -8,7 +8,6 @@
 
 #include "containers.h"
 #include "wbg-base.h"
-#include "wbg-config.h"
 #include "oci.h"
 
 static int cmp_path(const void *a, const void *b)

@@ -6,7 +6,7 @@
 
 #include "containers.h"
 #include "nri-pods-internal.h"
-#include "wbg-config.h"
+#include "wbg-base.h"
 
 static int cmp_id(const void *a, const void *b)
 {
