@@ -8,18 +8,6 @@
 
 #define G(x) WBG_GUARD_##x
 
-/* One cell: in phase, event, with every guard of when holding and none of
- * unless, goes to next doing actions; a cell that ends the handover names
- * its outcome. */
-struct cell {
-	enum wbg_phase phase;
-	enum wbg_event event;
-	unsigned when, unless;
-	enum wbg_phase next;
-	unsigned actions;
-	enum wbg_end end;
-};
-
 #define ON(ph, ev, w, u, nx, acts) { P(ph), E(ev), (w), (u), P(nx), (acts), WBG_END_NONE }
 #define END(ph, ev, w, u, outcome, acts) { P(ph), E(ev), (w), (u), P(ENDED), (acts) | A(END), WBG_END_##outcome }
 #define ANY 0
@@ -27,7 +15,7 @@ struct cell {
 /* The whole lifecycle. For each phase and event the cells are tried in
  * order, so a cell with guards comes before the one without; a phase and
  * event with no cell that fits must not happen. */
-static const struct cell table[] = {
+static const struct wbg_cell table[] = {
 	/* CHECKING: what the first plan found */
 	ON(CHECKING, NOTHING, G(CHARGED), ANY, CLEANUP, A(QUEUE_CLEANUP)),
 	END(CHECKING, NOTHING, ANY, ANY, RECORDED, 0),
@@ -105,12 +93,18 @@ struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event, unsign
 	if (phase == P(ENDED))
 		return (struct wbg_step){ .next = P(ENDED), .invalid = true }; /* ended once */
 	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-		const struct cell *c = &table[i];
+		const struct wbg_cell *c = &table[i];
 
 		if (c->phase == phase && c->event == event && (guards & c->when) == c->when && !(guards & c->unless))
 			return (struct wbg_step){ .next = c->next, .actions = c->actions, .end = c->end };
 	}
 	return invalid;
+}
+
+size_t handover_cells(const struct wbg_cell **ret_cells)
+{
+	*ret_cells = table;
+	return ELEMENTSOF(table);
 }
 
 unsigned wbg_route_guards(enum wbg_route r)
@@ -207,7 +201,7 @@ void handover_phase_diagram(FILE *f)
 	fputs("stateDiagram-v2\n", f);
 	fprintf(f, "    [*] --> %s\n", wbg_phase_to_string(P(CHECKING)));
 	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-		const struct cell *c = &table[i];
+		const struct wbg_cell *c = &table[i];
 		const char *sep = " [";
 
 		fprintf(f, "    %s --> %s: %s", wbg_phase_to_string(c->phase), wbg_phase_to_string(c->next),

@@ -131,6 +131,22 @@ struct wbg_step {
 	bool invalid;     /* a cell that must not happen: ends the handover (failed) */
 };
 
+/* One cell of the table: in phase, event, with every guard of when holding
+ * and none of unless, goes to next doing actions; a cell that ends the
+ * handover names its outcome. */
+struct wbg_cell {
+	enum wbg_phase phase;
+	enum wbg_event event;
+	unsigned when, unless;
+	enum wbg_phase next;
+	unsigned actions;
+	enum wbg_end end;
+};
+
+/* The table's cells in the order handover_step() tries them (for tests
+ * that carry each one out, and the diagram). */
+size_t handover_cells(const struct wbg_cell **ret_cells);
+
 /* The one place a phase changes: what follows event in phase, with guards
  * (enum wbg_guard) holding. */
 struct wbg_step handover_step(enum wbg_phase phase, enum wbg_event event, unsigned guards);
