@@ -101,15 +101,11 @@ int manager_on_ring_event(const struct wbg_ring_event *e, void *userdata)
 	expiry_cgroup_gone(&m->expiry, e->cgroup_id);
 	snprintf(path, sizeof(path), "%s", e->removal.path[0] == '/' ? e->removal.path + 1 : e->removal.path);
 	series_departed(&m->series, e->cgroup_id, path);
-	if (registry_find_id(&m->reg, e->cgroup_id) || lifecycle_recently_started(&m->lifecycle, e->cgroup_id))
-		return 0;
-	if (!watch_in_scope(&m->watch, path, &ancestor_only) || ancestor_only)
-		return 0;
+	/* every rmdir: the lifecycle merges it with inotify's reports */
 	tmp.path = path;
-	tmp.in_scope = true;
+	tmp.in_scope = watch_in_scope(&m->watch, path, &ancestor_only) && !ancestor_only;
 	cgroup_identity_parse(path, &tmp.ident);
 	(void)lifecycle_event(&m->lifecycle, &tmp, WBG_TRIGGER_RMDIR_BPF);
-	lifecycle_cgroup_removed(&m->lifecycle, tmp.id);
 	return 0;
 }
 
@@ -150,7 +146,6 @@ static void on_removed(struct wbg_watch *w, struct wbg_cgroup *c, bool by_rescan
 	series_departed(&m->series, c->id, c->path);
 	expiry_cgroup_gone(&m->expiry, c->id);
 	(void)lifecycle_event(&m->lifecycle, c, by_rescan ? WBG_TRIGGER_RESCAN : WBG_TRIGGER_REMOVED);
-	lifecycle_cgroup_removed(&m->lifecycle, c->id);
 	wbg_bpf_tenant_forget(m->bpf, c->id);
 }
 
@@ -179,7 +174,7 @@ static void on_job(void *userdata, const char *unit)
 	struct manager *m = userdata;
 	struct wbg_cgroup *c = find_unit(m, unit);
 
-	if (c && c->populated && !c->handover)
+	if (c)
 		(void)lifecycle_event(&m->lifecycle, c, WBG_TRIGGER_STOP_JOB);
 }
 
@@ -200,7 +195,7 @@ static void on_stopping(void *userdata, const char *cgroup_path)
 	while (*cgroup_path == '/')
 		cgroup_path++;
 	c = registry_find_path(&m->reg, cgroup_path);
-	if (!c || !c->in_scope || c->removed) {
+	if (!c) {
 		log_debug("Stop of %s: not a tracked cgroup", cgroup_path);
 		return;
 	}

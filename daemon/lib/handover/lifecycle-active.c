@@ -79,9 +79,30 @@ void lc_forget_dirtied(struct wbg_lifecycle *lc, uint64_t cgroup_id, enum wbg_fo
 		lc->world.kernel->forget(lc->world.kernel_data, cgroup_id);
 }
 
-void lifecycle_cgroup_removed(struct wbg_lifecycle *lc, uint64_t cgroup_id)
+enum wbg_merge handover_merge_report(enum wbg_trigger trigger, struct wbg_report_facts f)
 {
-	lc_forget_dirtied(lc, cgroup_id, WBG_FORGET_REMOVED, true, false);
+	switch (trigger) {
+	case WBG_TRIGGER_RMDIR_BPF:
+		/* the tracepoint sees every rmdir: a cgroup inotify reports, or
+		 * one a handover covered (its removal a moment ago), is a
+		 * duplicate */
+		return f.tracked || f.recent || !f.in_scope ? WBG_MERGE_DROP : WBG_MERGE_START;
+	case WBG_TRIGGER_STOP_JOB:
+		/* systemd's warning before the cgroup empties: a live one's
+		 * first report only (emptied, inotify's populated 0 came first) */
+		return f.in_scope && f.populated && !f.removed && !f.handover ? WBG_MERGE_START : WBG_MERGE_DROP;
+	case WBG_TRIGGER_POPULATED_0:
+	case WBG_TRIGGER_API:
+		return f.handover ? WBG_MERGE_MOVE_ON : WBG_MERGE_START;
+	case WBG_TRIGGER_REMOVED:
+	case WBG_TRIGGER_RESCAN:
+		/* one record per going-away: a handover that ended at populated
+		 * 0 (clean, disabled, children) covers the removal too */
+		return f.handover ? WBG_MERGE_MOVE_ON : f.settled ? WBG_MERGE_SETTLED : WBG_MERGE_START;
+	default:
+		/* recovery and stalls come by entry points of their own */
+		return WBG_MERGE_DROP;
+	}
 }
 
 /* A settled cgroup: its id, in a tree by id. */

@@ -155,12 +155,6 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 	int r;
 
 	*ret_h = NULL;
-	/* One record per going-away: a handover that already ended at
-	 * populated 0 (clean, disabled, children) covers the removal too. */
-	if ((trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN) && lc_settled(lc, c->id)) {
-		lc_settle(lc, c->id, false); /* gone: its entry with it */
-		return LC_NO_FACT;
-	}
 	h = lc_start(lc, c->id, c->path, trigger);
 	if (!h)
 		return LC_NO_FACT;

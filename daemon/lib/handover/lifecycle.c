@@ -364,11 +364,30 @@ void lifecycle_job_done(struct wbg_lifecycle *lc, const struct flush_job *j)
 uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wbg_trigger trigger)
 {
 	struct wbg_handover *h = c->handover;
+	const uint64_t cgroup_id = c->id;
+	const bool removal =
+		trigger == WBG_TRIGGER_REMOVED || trigger == WBG_TRIGGER_RESCAN || trigger == WBG_TRIGGER_RMDIR_BPF;
+	struct wbg_report_facts f = {
+		.in_scope = c->in_scope,
+		.populated = c->populated,
+		.removed = c->removed,
+		.tracked = registry_find_id(lc->reg, cgroup_id) != NULL,
+		.handover = h != NULL,
+		.recent = lifecycle_recently_started(lc, cgroup_id),
+		.settled = lc_settled(lc, cgroup_id),
+	};
+	enum wbg_merge merge = handover_merge_report(trigger, f);
 	struct wbg_plan plan = { 0 };
 	struct wbg_fact ev;
 	uint64_t id = 0;
 
-	if (h) {
+	if (merge == WBG_MERGE_DROP) {
+		log_debug("%s of cgroup %" PRIu64 ": covered by another report", wbg_trigger_to_string(trigger), cgroup_id);
+		return 0;
+	}
+	if (merge == WBG_MERGE_SETTLED)
+		lc_settle(lc, cgroup_id, false); /* gone: its mark with it */
+	else if (merge == WBG_MERGE_MOVE_ON) {
 		/* an EMPTIED replan flushes the same targets again: counted
 		 * once (h lives on: a flush runs or its removal is to come) */
 		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;
@@ -388,6 +407,10 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 			lc_run(lc, h, fact(WBG_EVENT_REMOVED, 0), NULL);
 	}
 	plan_free(&plan);
+	/* the removal seen: what it dirtied is forgotten unless a handover of
+	 * it still needs it (that handover's end forgets it) */
+	if (removal)
+		lc_forget_dirtied(lc, cgroup_id, WBG_FORGET_REMOVED, true, false);
 	lc_reschedule(lc);
 	return id;
 }

@@ -304,10 +304,28 @@ struct wbg_forget_facts {
 	bool was_watched; /* ENDED: it was watched (its unwatching forgot) */
 };
 bool handover_forget_dirtied(enum wbg_forget_moment when, struct wbg_forget_facts f);
-/* The removal of a cgroup was seen (inotify, or BPF's rmdir): what it
- * dirtied is forgotten unless a handover of it still needs it (that
- * handover's end forgets it). */
-void lifecycle_cgroup_removed(struct wbg_lifecycle *lc, uint64_t cgroup_id);
+
+/* A cgroup's going-away is reported by several sources: inotify (populated
+ * 0, its removal, the rescan), systemd (a stop job, a unit stopping), BPF's
+ * rmdir tracepoint, an API call. What each report adds is the one decision
+ * below, over the facts lifecycle_event() gathers; no source filters its
+ * own reports. */
+enum wbg_merge {
+	WBG_MERGE_DROP,    /* another report covers it, or it is none of wbguard's */
+	WBG_MERGE_START,   /* the first report of this going-away: a handover starts */
+	WBG_MERGE_MOVE_ON, /* news for the cgroup's handover in progress */
+	WBG_MERGE_SETTLED, /* the removal of one whose going-away is recorded (settled): nothing starts */
+};
+struct wbg_report_facts {
+	bool in_scope;  /* a cgroup wbguard hands over (not a scope's ancestor) */
+	bool populated; /* processes in it, as the registry last saw */
+	bool removed;   /* the registry saw its removal */
+	bool tracked;   /* the registry has it: inotify reports its removal */
+	bool handover;  /* its going-away's handover is in progress */
+	bool recent;    /* a handover of it is active or among the last 1,024 ended */
+	bool settled;   /* a handover ended early while it existed: covers its removal */
+};
+enum wbg_merge handover_merge_report(enum wbg_trigger trigger, struct wbg_report_facts f);
 
 /* on-evidence: BPF saw a live cgroup dirty an inode of a watched dying wb
  * (inode: which, flushed with the rest of the cgroup's own), or a foreign

@@ -442,17 +442,74 @@ static void test_forget(void)
 	setup(false);
 	c = cgroup(1100, "k/forget");
 	id = lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
-	lifecycle_cgroup_removed(&lc, 1100);
+	removed(c);
 	CHECK(lifecycle_cgroup_active(&lc, 1100) && world.forgotten == 0,
 	      "forget: a removal while its handover flushes keeps its records");
 	job_done(id, 0);
-	removed(c);
 	advance(world.now + 3 * S);
 	CHECK(!lifecycle_cgroup_active(&lc, 1100) && world.forgotten == 1, "forget: ... its handover's end forgets them");
-	lifecycle_cgroup_removed(&lc, 1200);
+	world.dirty = 0;
+	c = cgroup(1200, "k/forget-clean");
+	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
+	removed(c);
 	CHECK(world.forgotten == 2, "forget: a removal with no handover of it forgets at once");
 	teardown();
 }
 
-WORLD_MAIN(test_forget, test_names, test_eager, test_dying_still_dirty, test_early_ends, test_empty_plans,
+/* A cgroup's reports from several sources: one decision merges them. */
+static void test_merge(void)
+{
+	static const struct {
+		enum wbg_trigger t;
+		struct wbg_report_facts f;
+		enum wbg_merge want;
+	} table[] = {
+		{ WBG_TRIGGER_RMDIR_BPF, { .in_scope = true }, WBG_MERGE_START },
+		{ WBG_TRIGGER_RMDIR_BPF, { .in_scope = true, .tracked = true }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_RMDIR_BPF, { .in_scope = true, .recent = true }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_RMDIR_BPF, { .in_scope = false }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_STOP_JOB, { .in_scope = true, .populated = true }, WBG_MERGE_START },
+		{ WBG_TRIGGER_STOP_JOB, { .in_scope = true, .populated = true, .handover = true }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_STOP_JOB, { .in_scope = true, .populated = false }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_STOP_JOB, { .in_scope = true, .populated = true, .removed = true }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_STOP_JOB, { .in_scope = false, .populated = true }, WBG_MERGE_DROP },
+		{ WBG_TRIGGER_POPULATED_0, { .in_scope = true }, WBG_MERGE_START },
+		{ WBG_TRIGGER_POPULATED_0, { .in_scope = true, .handover = true }, WBG_MERGE_MOVE_ON },
+		{ WBG_TRIGGER_REMOVED, { .in_scope = true }, WBG_MERGE_START },
+		{ WBG_TRIGGER_REMOVED, { .in_scope = true, .handover = true, .settled = true }, WBG_MERGE_MOVE_ON },
+		{ WBG_TRIGGER_REMOVED, { .in_scope = true, .settled = true }, WBG_MERGE_SETTLED },
+		{ WBG_TRIGGER_RESCAN, { .in_scope = true, .settled = true }, WBG_MERGE_SETTLED },
+		{ WBG_TRIGGER_API, { .in_scope = true, .handover = true }, WBG_MERGE_MOVE_ON },
+		{ WBG_TRIGGER_STALL, { .in_scope = true }, WBG_MERGE_DROP },
+	};
+	struct wbg_cgroup *c, rmdir = { .id = 1310, .path = (char *)"k/rmdir", .in_scope = true, .removed = true };
+	unsigned wrong = 0;
+	uint64_t id;
+
+	for (size_t i = 0; i < ELEMENTSOF(table); i++)
+		if (handover_merge_report(table[i].t, table[i].f) != table[i].want) {
+			wrong++;
+			printf("# merge: row %zu (%s) decided otherwise\n", i, wbg_trigger_to_string(table[i].t));
+		}
+	CHECK(wrong == 0, "merge: the decision's table (%zu reports)", ELEMENTSOF(table));
+
+	setup(false);
+	c = cgroup(1300, "k/merge");
+	rmdir.id = c->id;
+	CHECK(lifecycle_event(&lc, &rmdir, WBG_TRIGGER_RMDIR_BPF) == 0 && !lifecycle_cgroup_active(&lc, 1300),
+	      "merge: BPF's rmdir of a cgroup inotify tracks starts nothing (inotify reports it)");
+	rmdir.id = 1310;
+	id = lifecycle_event(&lc, &rmdir, WBG_TRIGGER_RMDIR_BPF);
+	CHECK(id && lifecycle_cgroup_active(&lc, 1310), "merge: BPF's rmdir of an untracked cgroup starts its handover");
+	CHECK(lifecycle_event(&lc, &rmdir, WBG_TRIGGER_RMDIR_BPF) == 0, "merge: ... and its second report adds nothing");
+	rmdir = (struct wbg_cgroup){ .id = 1320, .path = (char *)"k", .in_scope = false, .removed = true };
+	CHECK(lifecycle_event(&lc, &rmdir, WBG_TRIGGER_RMDIR_BPF) == 0 && !lifecycle_cgroup_active(&lc, 1320),
+	      "merge: BPF's rmdir of a cgroup out of scope starts nothing");
+	c->populated = false;
+	CHECK(lifecycle_event(&lc, c, WBG_TRIGGER_STOP_JOB) == 0 && !lifecycle_cgroup_active(&lc, 1300),
+	      "merge: a stop job for a cgroup already emptied starts nothing (its populated 0 did)");
+	teardown();
+}
+
+WORLD_MAIN(test_forget, test_merge, test_names, test_eager, test_dying_still_dirty, test_early_ends, test_empty_plans,
 	   test_timeout, test_on_evidence, test_stop, test_stop_job, test_recovery)
