@@ -174,7 +174,7 @@ static int method_handovers(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	if (r >= 0)
 		r = sd_bus_message_open_container(reply, 'a', "s");
 	/* oldest first, as in handovers.jsonl */
-	for (uint64_t i = lifecycle_recent_first(&m->lifecycle, limit); r >= 0 && i < m->lifecycle.n_recent; i++) {
+	for (uint64_t i = lifecycle_recent_first(&m->lifecycle, limit); r >= 0 && lifecycle_recent_at(&m->lifecycle, i); i++) {
 		const struct wbg_recent *rec = lifecycle_recent_at(&m->lifecycle, i);
 		/* a record of a cgroup whose name is not UTF-8 would make D-Bus
 		 * refuse every record in the reply */
@@ -249,7 +249,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		 * covered too, through the stall itself */
 		"stall_evidence", "s", manager_stall_evidence(m),
 		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
-		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)m->lifecycle.n_active,
+		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)lifecycle_n_active(&m->lifecycle),
 		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",
 		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur,
 		/* NRI: its phase ("off" without it) and the runtime it is registered with */

@@ -20,14 +20,14 @@ struct active_cgroup {
  * holds.) */
 static void active_cgroup_count(struct wbg_lifecycle *lc, uint64_t cgroup_id, int delta)
 {
-	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->active_cgroups, cmp_leading_u64), *e;
+	struct active_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->act.per_cgroup, cmp_leading_u64), *e;
 
 	if (!f && delta > 0) {
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return;
 		e->cgroup_id = cgroup_id;
-		f = tsearch(e, &lc->active_cgroups, cmp_leading_u64);
+		f = tsearch(e, &lc->act.per_cgroup, cmp_leading_u64);
 		if (!f || *f != e) {
 			free(e);
 			return;
@@ -39,7 +39,7 @@ static void active_cgroup_count(struct wbg_lifecycle *lc, uint64_t cgroup_id, in
 	if (delta > 0)
 		e->n++;
 	else if (e->n && --e->n == 0) {
-		tdelete(e, &lc->active_cgroups, cmp_leading_u64);
+		tdelete(e, &lc->act.per_cgroup, cmp_leading_u64);
 		free(e);
 	}
 }
@@ -48,7 +48,7 @@ bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
 	struct active_cgroup key = { .cgroup_id = cgroup_id };
 
-	return tfind(&key, &lc->active_cgroups, cmp_leading_u64) != NULL;
+	return tfind(&key, &lc->act.per_cgroup, cmp_leading_u64) != NULL;
 }
 
 bool handover_forget_dirtied(enum wbg_forget_moment when, struct wbg_forget_facts f)
@@ -112,11 +112,11 @@ struct settled_cgroup {
 
 void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled)
 {
-	struct settled_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->settled, cmp_leading_u64), *e;
+	struct settled_cgroup key = { .cgroup_id = cgroup_id }, **f = tfind(&key, &lc->act.settled, cmp_leading_u64), *e;
 
 	if (!settled && f) {
 		e = *f;
-		tdelete(e, &lc->settled, cmp_leading_u64);
+		tdelete(e, &lc->act.settled, cmp_leading_u64);
 		free(e);
 	} else if (settled && !f) {
 		/* no memory: its removal is a second record, which is all */
@@ -124,7 +124,7 @@ void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled)
 		if (!e)
 			return;
 		e->cgroup_id = cgroup_id;
-		if (!tsearch(e, &lc->settled, cmp_leading_u64))
+		if (!tsearch(e, &lc->act.settled, cmp_leading_u64))
 			free(e);
 	}
 }
@@ -133,12 +133,12 @@ bool lc_settled(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
 	struct settled_cgroup key = { .cgroup_id = cgroup_id };
 
-	return tfind(&key, &lc->settled, cmp_leading_u64) != NULL;
+	return tfind(&key, &lc->act.settled, cmp_leading_u64) != NULL;
 }
 
 struct wbg_handover *lc_find(const struct wbg_lifecycle *lc, uint64_t id)
 {
-	struct wbg_handover key = { .id = id }, **f = tfind(&key, &lc->active, cmp_leading_u64);
+	struct wbg_handover key = { .id = id }, **f = tfind(&key, &lc->act.tree, cmp_leading_u64);
 
 	return f ? *f : NULL;
 }
@@ -152,23 +152,23 @@ struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, cons
 {
 	struct wbg_handover *h = handover_new(ids_next(&lc->ids), cgroup_id, path, trigger, lc_now(lc));
 
-	if (!h || !tsearch(h, &lc->active, cmp_leading_u64)) {
+	if (!h || !tsearch(h, &lc->act.tree, cmp_leading_u64)) {
 		handover_free(h);
 		log_oom();
 		return NULL;
 	}
-	lc->n_active++;
+	lc->act.n++;
 	active_cgroup_count(lc, cgroup_id, +1);
 	return h;
 }
 
 bool lc_finish(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
-	if (!tdelete(h, &lc->active, cmp_leading_u64))
+	if (!tdelete(h, &lc->act.tree, cmp_leading_u64))
 		return false;
-	lc->n_active--;
+	lc->act.n--;
 	active_cgroup_count(lc, h->cgroup_id, -1);
-	lc->ended_ids[lc->ended_next++ % ELEMENTSOF(lc->ended_ids)] = h->cgroup_id;
+	lc->act.ended_ids[lc->act.ended_next++ % ELEMENTSOF(lc->act.ended_ids)] = h->cgroup_id;
 	return true;
 }
 
@@ -176,8 +176,26 @@ bool lifecycle_recently_started(const struct wbg_lifecycle *lc, uint64_t cgroup_
 {
 	if (lifecycle_cgroup_active(lc, cgroup_id))
 		return true;
-	for (size_t i = 0; i < ELEMENTSOF(lc->ended_ids); i++)
-		if (lc->ended_ids[i] == cgroup_id)
+	for (size_t i = 0; i < ELEMENTSOF(lc->act.ended_ids); i++)
+		if (lc->act.ended_ids[i] == cgroup_id)
 			return true;
 	return false;
+}
+
+size_t lifecycle_n_active(const struct wbg_lifecycle *lc)
+{
+	return lc->act.n;
+}
+
+void lc_active_walk(const struct wbg_lifecycle *lc, void (*fn)(const void *node, VISIT which, void *data), void *data)
+{
+	twalk_r(lc->act.tree, fn, data);
+}
+
+void lc_active_clear(struct wbg_lifecycle *lc)
+{
+	tdestroy(lc->act.per_cgroup, free); /* (empty once every handover ended) */
+	lc->act.per_cgroup = NULL;
+	tdestroy(lc->act.settled, free);
+	lc->act.settled = NULL;
 }

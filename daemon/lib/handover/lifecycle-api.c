@@ -58,7 +58,7 @@ int lifecycle_flush_request(struct wbg_lifecycle *lc, struct wbg_cgroup *c, cons
 		}
 		h = c->handover;
 	} else {
-		twalk_r(lc->active, match_active, &l);
+		lc_active_walk(lc, match_active, &l);
 		h = l.found;
 	}
 	if (!h) {

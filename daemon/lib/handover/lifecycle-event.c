@@ -44,9 +44,9 @@ static bool descendants_handed_over(const struct wbg_lifecycle *lc, const char *
 	 * handovers are bounded by the watch table and the flush timeout */
 	p.found = registry_has_children(lc->reg, path);
 	if (!p.found)
-		twalk_r(lc->active, match_descendant, &p);
+		lc_active_walk(lc, match_descendant, &p);
 	for (size_t i = 0; i < WBG_RECENT_MAX && !p.found; i++)
-		p.found = lc->recent[i].path && below(lc->recent[i].path, &p);
+		p.found = lc_recent_path(lc, i) && below(lc_recent_path(lc, i), &p);
 	return p.found;
 }
 

@@ -13,6 +13,8 @@
  * never step. */
 #pragma once
 
+#include <search.h>
+
 #include "lifecycle.h"
 
 /* No event: a decision that found nothing to say. */
@@ -58,6 +60,10 @@ void lc_run(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f,
 /* Whether a cgroup's going-away is recorded already (a handover ended at
  * populated 0): its removal then starts none. */
 void lc_settle(struct wbg_lifecycle *lc, uint64_t cgroup_id, bool settled);
+/* Every handover in progress, in id order (twalk_r's visit). */
+void lc_active_walk(const struct wbg_lifecycle *lc, void (*fn)(const void *node, VISIT which, void *data), void *data);
+/* At the stop, every handover ended: the cgroups' marks go. */
+void lc_active_clear(struct wbg_lifecycle *lc);
 bool lc_settled(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* handover_forget_dirtied's decision over the lifecycle's facts, carried out */
 void lc_forget_dirtied(struct wbg_lifecycle *lc, uint64_t cgroup_id, enum wbg_forget_moment when, bool removed,
@@ -140,6 +146,25 @@ void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h);
 void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f);
 /* The watch's next look at usec, or sooner. */
 void lc_watch_at(struct wbg_lifecycle *lc, uint64_t usec);
+/* Its next look (0: none); whether that is due by now (then unset). */
+uint64_t lc_watch_next(const struct wbg_lifecycle *lc);
+bool lc_watch_take_due(struct wbg_lifecycle *lc, uint64_t now);
+/* The handovers watched, by index (a step may end one: the last moves into
+ * its place). */
+size_t lc_watch_count(const struct wbg_lifecycle *lc);
+struct wbg_handover *lc_watch_nth(const struct wbg_lifecycle *lc, size_t i);
+/* A watched handover's flush over: a failed or timed-out one counted. */
+void lc_watch_flush_over(struct wbg_lifecycle *lc, const struct wbg_handover *h);
+/* The watched handover evidence is for; none counted as ignored. */
+struct wbg_handover *lc_watch_for_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id);
+/* At the stop: the table emptied. */
+void lc_watch_clear(struct wbg_lifecycle *lc);
+/* The parts' metric families (lifecycle_metrics() renders them in turn). */
+void lc_watch_metrics(FILE *f, const struct wbg_lifecycle *lc);
+void lc_waiters_metrics(FILE *f, const struct wbg_lifecycle *lc);
+/* The recent ring's slot i (< WBG_RECENT_MAX, in no order): its path, or
+ * NULL. */
+const char *lc_recent_path(const struct wbg_lifecycle *lc, size_t i);
 struct wbg_handover *lc_watch_find(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* What one wb_stats read said of a cgroup's wbs: known (it could say),
  * dirty (one has dirty IO), listed (one is still on the list: inodes still

@@ -2,14 +2,12 @@
 /* The handover lifecycle's metric families. */
 #include <inttypes.h>
 
-#include "lifecycle.h"
+#include "lifecycle-internal.h"
 #include "wbg-metrics.h"
 
 void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 {
 	const struct wbg_lifecycle_stats *st = &lc->stats;
-	const struct wbg_watch_stats *ds = &lc->watch.stats;
-	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
 
 	metric_family(f, "wbguard_handovers_total", "counter",
 		      "Handovers of cgroups going away, by what started them and how they ended.");
@@ -36,17 +34,8 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 		       "Handovers planned from the mount table because their cgroup's BPF set may have been evicted.",
 		       st->plans_set_evicted);
 	metric_value(f, "wbguard_handovers_active", "gauge", "Handovers in progress now (watched ones included).",
-		     (double)lc->n_active);
-	metric_family(f, "wbguard_flush_waiters_refused_total", "counter",
-		      "API callers (the hook at poststop) not waited for, by reason: the table of 256 was full, "
-		      "their tenant had 64, or it was above its floor and the pool above floors was taken. Their "
-		      "flush goes on; only the wait is refused.");
-	share_metrics(f, &lc->waiters.share, "wbguard_flush_waiters_refused_total",
-		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "full",
-								   [WBG_SHARE_TENANT] = "tenant_cap",
-								   [WBG_SHARE_POOL] = "tenant_pool" });
-	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
-		     (double)lc->waiters.n);
+		     (double)lifecycle_n_active(lc));
+	lc_waiters_metrics(f, lc);
 
 	metric_family(f, "wbguard_flush_mode", "gauge", "The flush mode in effect: 1 on its mode.");
 	fprintf(f, "wbguard_flush_mode{mode=\"eager\"} %d\n", !lc->params.on_evidence && !lc->params.at_exit);
@@ -59,35 +48,7 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 		      "The exit recipe's filesystems, by how: its own inodes, or syncfs for want of a complete inode set.");
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"inodes\"} %" PRIu64 "\n", st->exit_targets_inodes);
 	fprintf(f, "wbguard_exit_flush_targets_total{how=\"syncfs\"} %" PRIu64 "\n", st->exit_targets_syncfs);
-	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
-		     (double)lc->watch.n);
-	metric_counter(f, "wbguard_dying_watch_full_total",
-		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.",
-		       lc->watch.share.refused[WBG_SHARE_FULL]);
-	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
-		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
-		       lc->watch.share.refused[WBG_SHARE_TENANT]);
-	metric_counter(f, "wbguard_dying_watch_pool_full_total",
-		       "Removals flushed eagerly because their tenant was above its floor of the watch table and "
-		       "the pool above floors was taken.",
-		       lc->watch.share.refused[WBG_SHARE_POOL]);
-	metric_counter(f, "wbguard_dying_evidence_total",
-		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
-		       ds->evidence);
-	metric_counter(f, "wbguard_dying_evidence_capped_total",
-		       "Evidence flushes put off by [flush] evidence_flushes_per_sec (node-wide); they run as the cap allows.",
-		       ds->evidence_capped);
-	metric_counter(f, "wbguard_dying_evidence_tenant_capped_total",
-		       "Evidence flushes put off by their tenant's quarter of [flush] evidence_flushes_per_sec; they run "
-		       "as it allows.",
-		       ds->evidence_tenant_capped);
-	metric_counter(f, "wbguard_dying_evidence_flushes_total",
-		       "Flushes started for watched dying cgroups (on evidence, or at watch_max_age_sec).", ds->flushes);
-	metric_counter(f, "wbguard_dying_expired_total",
-		       "Watched dying cgroups flushed because they had not drained by watch_max_age_sec.", ds->expired);
-	metric_family(f, "wbguard_dying_ended_total", "counter", "Watched dying cgroups no longer watched, by how.");
-	for (unsigned e = 0; e < _WBG_WATCH_END_MAX; e++)
-		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", ends[e], ds->ended[e]);
+	lc_watch_metrics(f, lc);
 	metric_counter(f, "wbguard_handover_inode_records_evicted_total",
 		       "Inode records of a flushed cgroup that the BPF LRU evicted (its flush was a syncfs then).",
 		       st->inode_records_evicted);

@@ -25,9 +25,9 @@
 /* A capped stall: BPF keeps it reported until its time comes. */
 static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint64_t now)
 {
-	size_t n = ELEMENTSOF(lc->stall_retry);
+	size_t n = ELEMENTSOF(lc->stall.retry);
 
-	if (lc->n_stall_retry == n) {
+	if (lc->stall.n_retry == n) {
 		uint64_t k = ++lc->stats.stall_retry_full;
 
 		if (!(k & (k - 1)))
@@ -37,28 +37,28 @@ static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint
 		lc->world.kernel->disarm(lc->world.kernel_data, cgroup_id);
 		return;
 	}
-	lc->stall_retry[(lc->stall_retry_head + lc->n_stall_retry++) % n].cgroup_id = cgroup_id;
-	lc->stall_retry[(lc->stall_retry_head + lc->n_stall_retry - 1) % n].due = now + STALL_RETRY_USEC;
+	lc->stall.retry[(lc->stall.retry_head + lc->stall.n_retry++) % n].cgroup_id = cgroup_id;
+	lc->stall.retry[(lc->stall.retry_head + lc->stall.n_retry - 1) % n].due = now + STALL_RETRY_USEC;
 }
 
 uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc)
 {
-	return lc->n_stall_retry ? lc->stall_retry[lc->stall_retry_head].due : 0;
+	return lc->stall.n_retry ? lc->stall.retry[lc->stall.retry_head].due : 0;
 }
 
 void lc_stall_retry(struct wbg_lifecycle *lc, uint64_t now)
 {
-	size_t n = ELEMENTSOF(lc->stall_retry);
+	size_t n = ELEMENTSOF(lc->stall.retry);
 
 	/* a FIFO of one delay: the due times only grow */
-	while (lc->n_stall_retry && lc->stall_retry[lc->stall_retry_head].due <= now) {
-		uint64_t id = lc->stall_retry[lc->stall_retry_head].cgroup_id;
+	while (lc->stall.n_retry && lc->stall.retry[lc->stall.retry_head].due <= now) {
+		uint64_t id = lc->stall.retry[lc->stall.retry_head].cgroup_id;
 
 		/* one that got a handover since: that one disarms it at its end */
 		if (!lifecycle_cgroup_active(lc, id))
 			lc->world.kernel->disarm(lc->world.kernel_data, id);
-		lc->stall_retry_head = (lc->stall_retry_head + 1) % n;
-		lc->n_stall_retry--;
+		lc->stall.retry_head = (lc->stall.retry_head + 1) % n;
+		lc->stall.n_retry--;
 	}
 }
 
@@ -87,11 +87,11 @@ int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pat
 		tenant = handover_tenant(path);
 	/* a path unknown (removed while wbguardd was down) names no tenant:
 	 * the device's budget alone */
-	if (tenant && !rate_take_keyed(lc->stall_tenant_rate, ELEMENTSOF(lc->stall_tenant_rate), bdi_dev, tenant,
+	if (tenant && !rate_take_keyed(lc->stall.tenant_rate, ELEMENTSOF(lc->stall.tenant_rate), bdi_dev, tenant,
 				       STALL_TENANT_PER_SEC, STALL_TENANT_BURST, now)) {
 		lc->stats.stall_tenant_capped++;
 		why = "its tenant's share of stall handovers on that device";
-	} else if (!rate_take_keyed(lc->stall_rate, ELEMENTSOF(lc->stall_rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
+	} else if (!rate_take_keyed(lc->stall.rate, ELEMENTSOF(lc->stall.rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
 				    now)) {
 		lc->stats.stall_capped++;
 		why = "too many stall handovers on that device";

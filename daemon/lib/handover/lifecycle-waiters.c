@@ -106,7 +106,7 @@ unsigned lifecycle_drop_waiters(struct wbg_lifecycle *lc, bool (*match)(void *ca
 
 void lc_remember(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *json)
 {
-	struct wbg_recent *r = &lc->recent[lc->n_recent++ % WBG_RECENT_MAX];
+	struct wbg_recent *r = &lc->recent.v[lc->recent.n++ % WBG_RECENT_MAX];
 
 	free(r->path);
 	free(r->json);
@@ -116,22 +116,22 @@ void lc_remember(struct wbg_lifecycle *lc, const struct wbg_handover *h, const c
 
 uint64_t lifecycle_recent_first(const struct wbg_lifecycle *lc, size_t limit)
 {
-	uint64_t n = lc->n_recent < WBG_RECENT_MAX ? lc->n_recent : WBG_RECENT_MAX;
+	uint64_t n = lc->recent.n < WBG_RECENT_MAX ? lc->recent.n : WBG_RECENT_MAX;
 
 	if (limit && limit < n)
 		n = limit;
-	return lc->n_recent - n;
+	return lc->recent.n - n;
 }
 
 const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *lc, uint64_t i)
 {
-	return i < lc->n_recent && i + WBG_RECENT_MAX >= lc->n_recent ? &lc->recent[i % WBG_RECENT_MAX] : NULL;
+	return i < lc->recent.n && i + WBG_RECENT_MAX >= lc->recent.n ? &lc->recent.v[i % WBG_RECENT_MAX] : NULL;
 }
 
 const struct wbg_recent *lc_recent_by(const struct wbg_lifecycle *lc, uint64_t id, const char *path)
 {
-	for (uint64_t i = 0; i < WBG_RECENT_MAX && i < lc->n_recent; i++) {
-		const struct wbg_recent *r = &lc->recent[(lc->n_recent - 1 - i) % WBG_RECENT_MAX];
+	for (uint64_t i = 0; i < WBG_RECENT_MAX && i < lc->recent.n; i++) {
+		const struct wbg_recent *r = &lc->recent.v[(lc->recent.n - 1 - i) % WBG_RECENT_MAX];
 
 		if (!r->path)
 			continue;
@@ -178,8 +178,27 @@ void lc_waiters_stop(struct wbg_lifecycle *lc)
 void lc_recent_clear(struct wbg_lifecycle *lc)
 {
 	for (size_t i = 0; i < WBG_RECENT_MAX; i++) {
-		free(lc->recent[i].path);
-		free(lc->recent[i].json);
-		lc->recent[i] = (struct wbg_recent){ 0 };
+		free(lc->recent.v[i].path);
+		free(lc->recent.v[i].json);
+		lc->recent.v[i] = (struct wbg_recent){ 0 };
 	}
+}
+
+void lc_waiters_metrics(FILE *f, const struct wbg_lifecycle *lc)
+{
+	metric_family(f, "wbguard_flush_waiters_refused_total", "counter",
+		      "API callers (the hook at poststop) not waited for, by reason: the table of 256 was full, "
+		      "their tenant had 64, or it was above its floor and the pool above floors was taken. Their "
+		      "flush goes on; only the wait is refused.");
+	share_metrics(f, &lc->waiters.share, "wbguard_flush_waiters_refused_total",
+		      (const char *const[_WBG_SHARE_REFUSAL_MAX]){ [WBG_SHARE_FULL] = "full",
+								   [WBG_SHARE_TENANT] = "tenant_cap",
+								   [WBG_SHARE_POOL] = "tenant_pool" });
+	metric_value(f, "wbguard_flush_waiters", "gauge", "API callers waiting for a flush to end now.",
+		     (double)lc->waiters.n);
+}
+
+const char *lc_recent_path(const struct wbg_lifecycle *lc, size_t i)
+{
+	return i < WBG_RECENT_MAX ? lc->recent.v[i].path : NULL;
 }

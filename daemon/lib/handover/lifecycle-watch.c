@@ -353,3 +353,85 @@ bool lifecycle_watching(const struct wbg_lifecycle *lc, uint64_t cgroup_id)
 {
 	return lc_watch_find(lc, cgroup_id) != NULL;
 }
+
+uint64_t lc_watch_next(const struct wbg_lifecycle *lc)
+{
+	return lc->watch.due;
+}
+
+bool lc_watch_take_due(struct wbg_lifecycle *lc, uint64_t now)
+{
+	if (!lc->watch.due || lc->watch.due > now)
+		return false;
+	lc->watch.due = 0;
+	return true;
+}
+
+size_t lc_watch_count(const struct wbg_lifecycle *lc)
+{
+	return lc->watch.n;
+}
+
+struct wbg_handover *lc_watch_nth(const struct wbg_lifecycle *lc, size_t i)
+{
+	return i < lc->watch.n ? lc->watch.v[i] : NULL;
+}
+
+void lc_watch_flush_over(struct wbg_lifecycle *lc, const struct wbg_handover *h)
+{
+	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
+		lc->watch.stats.flush_failures++;
+}
+
+struct wbg_handover *lc_watch_for_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id)
+{
+	struct wbg_handover *h = lc_watch_find(lc, cgroup_id);
+
+	if (!h)
+		lc->watch.stats.evidence_ignored++;
+	return h;
+}
+
+void lc_watch_clear(struct wbg_lifecycle *lc)
+{
+	lc->watch.due = 0;
+	free(lc->watch.v);
+	lc->watch.v = NULL;
+	lc->watch.n = lc->watch.cap = 0;
+}
+
+void lc_watch_metrics(FILE *f, const struct wbg_lifecycle *lc)
+{
+	const struct wbg_watch_stats *ds = &lc->watch.stats;
+	static const char *const ends[] = { "drained", "flushed", "unverified", "dirty", "dropped" };
+
+	metric_value(f, "wbguard_dying_watched", "gauge", "Removed cgroups whose dying wbs are watched now (on-evidence).",
+		     (double)lc->watch.n);
+	metric_counter(f, "wbguard_dying_watch_full_total",
+		       "Removals flushed eagerly because [flush] watch_max cgroups were watched.",
+		       lc->watch.share.refused[WBG_SHARE_FULL]);
+	metric_counter(f, "wbguard_dying_watch_tenant_full_total",
+		       "Removals flushed eagerly because their tenant had [flush] watch_max_per_tenant cgroups watched.",
+		       lc->watch.share.refused[WBG_SHARE_TENANT]);
+	metric_counter(f, "wbguard_dying_watch_pool_full_total",
+		       "Removals flushed eagerly because their tenant was above its floor of the watch table and "
+		       "the pool above floors was taken.",
+		       lc->watch.share.refused[WBG_SHARE_POOL]);
+	metric_counter(f, "wbguard_dying_evidence_total",
+		       "Foreign dirtyings of a watched dying wb's inodes reported by BPF (the stall's first sign).",
+		       ds->evidence);
+	metric_counter(f, "wbguard_dying_evidence_capped_total",
+		       "Evidence flushes put off by [flush] evidence_flushes_per_sec (node-wide); they run as the cap allows.",
+		       ds->evidence_capped);
+	metric_counter(f, "wbguard_dying_evidence_tenant_capped_total",
+		       "Evidence flushes put off by their tenant's quarter of [flush] evidence_flushes_per_sec; they run "
+		       "as it allows.",
+		       ds->evidence_tenant_capped);
+	metric_counter(f, "wbguard_dying_evidence_flushes_total",
+		       "Flushes started for watched dying cgroups (on evidence, or at watch_max_age_sec).", ds->flushes);
+	metric_counter(f, "wbguard_dying_expired_total",
+		       "Watched dying cgroups flushed because they had not drained by watch_max_age_sec.", ds->expired);
+	metric_family(f, "wbguard_dying_ended_total", "counter", "Watched dying cgroups no longer watched, by how.");
+	for (unsigned e = 0; e < _WBG_WATCH_END_MAX; e++)
+		fprintf(f, "wbguard_dying_ended_total{end=\"%s\"} %" PRIu64 "\n", ends[e], ds->ended[e]);
+}

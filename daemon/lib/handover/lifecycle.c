@@ -63,7 +63,7 @@ void lc_reschedule(struct wbg_lifecycle *lc)
 	EARLIER(lc->cleanup_due);
 	if (lc->verify_head)
 		EARLIER(lc->verify_head->verify_due);
-	EARLIER(lc->watch.due);
+	EARLIER(lc_watch_next(lc));
 	EARLIER(lc_stall_retry_due(lc));
 #undef EARLIER
 	if (next)
@@ -113,8 +113,7 @@ static void queue_unlink(struct wbg_handover **head, struct wbg_handover **tail,
 static struct wbg_fact flush_over(struct wbg_lifecycle *lc, struct wbg_handover *h)
 {
 	h->t_flushed = lc_now(lc);
-	if (h->watch && (h->n_failed || h->outcome == WBG_OUTCOME_TIMEOUT))
-		lc->watch.stats.flush_failures++;
+	lc_watch_flush_over(lc, h);
 	if (!h->t_removed && h->trigger != WBG_TRIGGER_API && h->n_failed && !h->n_targets) {
 		lc_settle(lc, h->cgroup_id, false); /* its removal is another handover */
 		return fact(WBG_EVENT_FLUSHED, WBG_GUARD_NONE_STARTED);
@@ -301,19 +300,20 @@ static void watch_tick(struct wbg_lifecycle *lc, uint64_t now)
 	struct wbg_wb_census c = { 0 };
 	int r;
 
-	lc->watch.due = 0;
-	if (lc->watch.n == 0)
+	if (lc_watch_count(lc) == 0)
 		return;
 	r = lc->world.kernel->census(lc->world.kernel_data, &c);
 	/* backwards: a step that ends one moves the last entry, already
 	 * looked at, into its place */
-	for (size_t i = lc->watch.n; i-- > 0;)
-		if (i < lc->watch.n)
-			lc_run(lc, lc->watch.v[i], lc_watch_due(lc, lc->watch.v[i], lc_wb_look(r, &c, lc->watch.v[i]->cgroup_id), now),
-			       NULL);
+	for (size_t i = lc_watch_count(lc); i-- > 0;) {
+		struct wbg_handover *h = lc_watch_nth(lc, i);
+
+		if (h)
+			lc_run(lc, h, lc_watch_due(lc, h, lc_wb_look(r, &c, h->cgroup_id), now), NULL);
+	}
 	if (r >= 0)
 		wbstats_census_done(&c);
-	if (lc->watch.n)
+	if (lc_watch_count(lc))
 		lc_watch_at(lc, now + LC_WATCH_TICK_USEC);
 }
 
@@ -336,7 +336,7 @@ void lifecycle_tick(struct wbg_lifecycle *lc)
 		run_verify(lc, now);
 	if (lc_stall_retry_due(lc) && lc_stall_retry_due(lc) <= now)
 		lc_stall_retry(lc, now);
-	if (lc->watch.due && lc->watch.due <= now)
+	if (lc_watch_take_due(lc, now))
 		watch_tick(lc, now);
 	lc_reschedule(lc);
 }
@@ -467,13 +467,11 @@ int lifecycle_stall(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pa
 int lifecycle_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id, const struct wbg_inode_key *inode,
 		       const char **ret_path)
 {
-	struct wbg_handover *h = lc_watch_find(lc, cgroup_id);
+	struct wbg_handover *h = lc_watch_for_evidence(lc, cgroup_id);
 	int soon;
 
-	if (!h) {
-		lc->watch.stats.evidence_ignored++;
+	if (!h)
 		return -ENOENT;
-	}
 	*ret_path = h->path;
 	soon = evidence(lc, h, inode);
 	lc_reschedule(lc);
@@ -531,24 +529,19 @@ void lifecycle_stop(struct wbg_lifecycle *lc)
 	lc_waiters_stop(lc);
 	/* Every handover still open is recorded as it stands, in one pass
 	 * (a step may end and free it: collected first). */
-	twalk_r(lc->active, count_active, &n);
+	lc_active_walk(lc, count_active, &n);
 	v = calloc(n + 1, sizeof(*v)); /* NOLINT(bugprone-sizeof-expression): an array of pointers */
 	p = v;
 	if (v) {
-		twalk_r(lc->active, collect_active, &p);
+		lc_active_walk(lc, collect_active, &p);
 		for (struct wbg_handover **q = v; q < p; q++)
 			lc_run(lc, *q, fact(WBG_EVENT_STOP, 0), NULL); /* the cell says how it ends */
 		free(v);
 	} else
 		log_oom();
 	lc->cleanup_head = lc->cleanup_tail = lc->verify_head = lc->verify_tail = NULL;
-	lc->cleanup_due = lc->watch.due = 0;
-	free(lc->watch.v);
-	lc->watch.v = NULL;
-	lc->watch.n = lc->watch.cap = 0;
-	tdestroy(lc->active_cgroups, free); /* (empty: every handover ended above) */
-	lc->active_cgroups = NULL;
-	tdestroy(lc->settled, free);
-	lc->settled = NULL;
+	lc->cleanup_due = 0;
+	lc_watch_clear(lc);
+	lc_active_clear(lc);
 	lc_recent_clear(lc);
 }

@@ -184,6 +184,12 @@ struct wbg_recent {
 	char *json; /* the record, as in handovers.jsonl */
 };
 
+/* The last WBG_RECENT_MAX finished handovers (lifecycle-waiters.c). */
+struct wbg_recent_ring {
+	struct wbg_recent v[WBG_RECENT_MAX];
+	uint64_t n; /* ever */
+};
+
 struct wbg_waiter;
 
 /* The on-evidence watch table (lifecycle-watch.c): it observes each step's
@@ -211,6 +217,43 @@ struct wbg_waiters {
 	struct wbg_share share; /* each tenant's share, refusals by reason */
 };
 
+/* The handovers in progress and what the reports' merging needs to know of
+ * cgroups (lifecycle-active.c). */
+struct wbg_active_set {
+	void *tree; /* tsearch tree of handovers in progress, by id */
+	size_t n;
+	void *per_cgroup; /* ... how many per cgroup id: a stall's "covered?" in O(log n) */
+	/* cgroups whose going-away a handover recorded at populated 0 (clean,
+	 * disabled, a parent, nothing of its own): their removal is no second
+	 * record. One entry per tracked cgroup at most (the registry's bound):
+	 * it leaves at the removal, or when the cgroup is in use again. */
+	void *settled;
+	/* cgroup ids whose handover ended lately: the rmdir tracepoint's
+	 * report of a removal inotify already handled is no news (one in
+	 * progress is known by per_cgroup, however many there are; only the
+	 * ended ones need this ring) */
+	uint64_t ended_ids[1024];
+	unsigned ended_next;
+};
+
+/* The stall's budget (lifecycle-stall.c): stall handovers per device, and
+ * per tenant on a device, a token bucket each; capped stalls reported again
+ * once their time comes (a FIFO), not at each of their next failed
+ * flushes. */
+struct wbg_stall_budget {
+	struct wbg_rate_bucket rate[16], tenant_rate[64];
+	struct {
+		uint64_t cgroup_id, due;
+	} retry[256];
+	size_t retry_head, n_retry;
+};
+
+/* The engine (lifecycle.c) holds the parts. A member marked "owner: FILE"
+ * is that file's alone: the other files reach it through the owner's
+ * functions (lifecycle-internal.h), and tools/lifecycle-parts, a check of
+ * the unit suite, fails on any lc->member elsewhere. The unmarked ones are
+ * the engine's context every part reads (parameters, world, registry) and
+ * the counters each part adds to. */
 struct wbg_lifecycle {
 	struct wbg_lifecycle_params params;
 	struct wbg_lifecycle_world world;
@@ -219,36 +262,15 @@ struct wbg_lifecycle {
 	struct wbg_ids ids; /* unique across restarts (pending.h) */
 	bool mitigating;
 
-	void *active; /* tsearch tree of handovers in progress, by id */
-	size_t n_active;
-	void *active_cgroups; /* ... how many per cgroup id: a stall's "covered?" in O(log n) */
-	/* cgroups whose going-away a handover recorded at populated 0 (clean,
-	 * disabled, a parent, nothing of its own): their removal is no second
-	 * record. One entry per tracked cgroup at most (the registry's bound):
-	 * it leaves at the removal, or when the cgroup is in use again. */
-	void *settled;
-	struct wbg_handover *in_flight; /* FLUSHING: their timeouts */
+	struct wbg_active_set act; /* owner: lifecycle-active.c */
+	struct wbg_handover *in_flight; /* owner: lifecycle.c. FLUSHING: their timeouts */
+	/* owner: lifecycle.c. The cleanup and verify batches. */
 	struct wbg_handover *cleanup_head, *cleanup_tail, *verify_head, *verify_tail;
-	uint64_t cleanup_due;
-	struct wbg_watch_table watch; /* on-evidence: the handovers whose dying wbs are watched */
-	/* stall handovers per device, and per tenant on a device: a token
-	 * bucket each (lifecycle-stall.c) */
-	struct wbg_rate_bucket stall_rate[16], stall_tenant_rate[64];
-	/* capped stalls, reported again once their time comes (a FIFO):
-	 * not at each of their next failed flushes */
-	struct {
-		uint64_t cgroup_id, due;
-	} stall_retry[256];
-	size_t stall_retry_head, n_stall_retry;
-	struct wbg_waiters waiters; /* API callers waiting for a flush */
-	struct wbg_recent recent[WBG_RECENT_MAX];
-	uint64_t n_recent; /* ever; the ring holds the last WBG_RECENT_MAX */
-	/* cgroup ids whose handover ended lately: the rmdir tracepoint's
-	 * report of a removal inotify already handled is no news (one in
-	 * progress is known by active_cgroups, however many there are; only
-	 * the ended ones need this ring) */
-	uint64_t ended_ids[1024];
-	unsigned ended_next;
+	uint64_t cleanup_due; /* owner: lifecycle.c */
+	struct wbg_watch_table watch; /* owner: lifecycle-watch.c. on-evidence: the handovers whose dying wbs are watched */
+	struct wbg_stall_budget stall; /* owner: lifecycle-stall.c */
+	struct wbg_waiters waiters; /* owner: lifecycle-waiters.c. API callers waiting for a flush */
+	struct wbg_recent_ring recent; /* owner: lifecycle-waiters.c */
 
 	struct wbg_lifecycle_stats stats;
 	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
@@ -287,6 +309,8 @@ void lifecycle_tick(struct wbg_lifecycle *lc);
 bool lifecycle_recently_started(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* The handover in progress with that id, or NULL. O(log n). */
 const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64_t id);
+/* How many handovers are in progress. */
+size_t lifecycle_n_active(const struct wbg_lifecycle *lc);
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 
@@ -370,7 +394,7 @@ unsigned lifecycle_drop_waiters(struct wbg_lifecycle *lc, bool (*match)(void *ca
 				const void *data);
 
 /* The recent records, oldest first: from lifecycle_recent_first() (the
- * last limit of them; 0: all kept) to n_recent - 1. */
+ * last limit of them; 0: all kept) while lifecycle_recent_at() has one. */
 uint64_t lifecycle_recent_first(const struct wbg_lifecycle *lc, size_t limit);
 const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *lc, uint64_t i);
 uint64_t lifecycle_total(const struct wbg_lifecycle *lc);

@@ -54,12 +54,12 @@ static void test_stall_handover(void)
 
 	setup(true);
 	lc.mitigating = false;
-	CHECK(lifecycle_stall(&lc, 90, "", makedev(253, 0), true) == 0 && lc.n_active == 0,
+	CHECK(lifecycle_stall(&lc, 90, "", makedev(253, 0), true) == 0 && lifecycle_n_active(&lc) == 0,
 	      "a stall while not mitigating: nothing started");
 	CHECK(lc.stats.stall_off == 1, "a stall while not mitigating: counted");
 	lc.mitigating = true;
 	world.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
-	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lc.n_active == 1,
+	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lifecycle_n_active(&lc) == 1,
 	      "a stall nothing covered: a handover");
 	CHECK(lc.watch.n == 1, "a stall nothing covered: watched like any removal on-evidence");
 	h = lc.watch.v[0];

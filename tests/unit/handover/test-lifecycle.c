@@ -27,7 +27,7 @@ static void test_eager(void)
 	CHECK(world.n_sub == 1 && world.sub[0].id == ida, "eager: its plan is submitted at once");
 	CHECK(world.sub[0].purpose == FLUSH_FOR_HANDOVER, "eager: as a handover's flush");
 	CHECK(world.pending_saves == 1, "eager: its pending record is saved while the flush runs");
-	CHECK(lc.n_active == 1, "eager: the handover is active while the flush runs");
+	CHECK(lifecycle_n_active(&lc) == 1, "eager: the handover is active while the flush runs");
 	CHECK(world.scheduled == world.now + 30 * S, "eager: the one timer is due at its flush timeout");
 	(void)lifecycle_event(&lc, b, WBG_TRIGGER_POPULATED_0);
 	job_done(ida, 0);
@@ -51,7 +51,7 @@ static void test_eager(void)
 	CHECK(world_json_double("ended_s") >= world_json_double("cleanup_s") && world_json_double("cleanup_s") > 0,
 	      "the record says when it ended, after its cleanup (wbguardctl handovers' ENDED)");
 	CHECK(world.pending_drops == 2, "ended: the pending records are dropped");
-	CHECK(lc.n_active == 0, "ended: nothing active");
+	CHECK(lifecycle_n_active(&lc) == 0, "ended: nothing active");
 	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2, "counted by trigger and outcome");
 	CHECK(lc.stats.cleanup_cycles == 1, "the scratch cycle is counted");
 	CHECK(lc.stats.flushed_device_bytes == 2 * 4096, "the flushes' device bytes are counted");
@@ -309,7 +309,7 @@ static void test_stop(void)
 	world.ended = 0;
 	lifecycle_stop(&lc);
 	CHECK(world.ended == 3, "stopping records every handover in progress");
-	CHECK(lc.n_active == 0, "stopping leaves nothing active");
+	CHECK(lifecycle_n_active(&lc) == 0, "stopping leaves nothing active");
 	CHECK(world.replies[30] == 1 && strcmp(world.reply_outcome[30], "pending") == 0,
 	      "stopping answers its waiting caller: pending");
 	CHECK(world.pending_drops == 0 && world.pending_saves == 3,
@@ -374,7 +374,7 @@ static void test_recovery(void)
 		snprintf(p, sizeof(p), "k/storm%d", (int)k);
 		(void)lifecycle_event(&lc, cgroup(k, p), WBG_TRIGGER_REMOVED);
 	}
-	CHECK(lc.n_active >= 1100, "a storm of removals: 1,100 handovers in progress (%zu active)", lc.n_active);
+	CHECK(lifecycle_n_active(&lc) >= 1100, "a storm of removals: 1,100 handovers in progress (%zu active)", lifecycle_n_active(&lc));
 	CHECK(lifecycle_recently_started(&lc, 20000), "a storm of removals: the first's removal is still known");
 	teardown();
 }

@@ -177,7 +177,7 @@ static void test_pending(void)
 		abort();
 	put_file(state, "handover-ids", "8192\n");
 	CHECK(recover_pending(&lc, state, &covered, &n) == 0, "pending: two records redone without an error");
-	CHECK(world.n_sub == 3 && lc.n_active == 3, "pending: one handover a record");
+	CHECK(world.n_sub == 3 && lifecycle_n_active(&lc) == 3, "pending: one handover a record");
 	h = handover_of(300);
 	CHECK(h && h->trigger == WBG_TRIGGER_RECOVERED, "pending: its handover's trigger is recovered");
 	CHECK(h && strcmp(h->path, "kubepods/pod-a") == 0, "pending: its handover has the record's cgroup path");
