@@ -387,7 +387,7 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 	}
 	if (merge == WBG_MERGE_SETTLED)
 		lc_settle(lc, cgroup_id, false); /* gone: its mark with it */
-	else if (merge == WBG_MERGE_MOVE_ON) {
+	else if (merge == WBG_MERGE_MOVE_ON && h) {
 		/* an EMPTIED replan flushes the same targets again: counted
 		 * once (h lives on: a flush runs or its removal is to come) */
 		unsigned t = h->n_targets, fs = h->n_fs, in = h->n_inode_targets, bd = h->n_bdev;

@@ -244,6 +244,8 @@ static void test_on_evidence(void)
 	CHECK(world.n_sub == 0, "on-evidence: populated 0 flushes nothing");
 	CHECK(c->handover && c->handover->phase == WBG_PHASE_DEFERRED, "on-evidence: populated 0 defers the handover");
 	h = c->handover;
+	if (!h)
+		abort(); /* (failed above) */
 	removed(c);
 	CHECK(h->phase == WBG_PHASE_WATCHED && lifecycle_watching(&lc, 700), "its removal: watched");
 	CHECK(world.armed == 1, "its removal: BPF armed");
