@@ -92,6 +92,103 @@ void handover_free(struct wbg_handover *h)
 	free(h);
 }
 
+/* How a cause concludes: the outcome and reason it sets, and when. */
+enum conclude_rule {
+	SET,            /* outcome and reason */
+	IF_PENDING,     /* both, while nothing else was concluded */
+	OUTCOME_PENDING, /* the outcome alone, while nothing else was */
+	OUTCOME,        /* the outcome alone */
+	REASON,         /* the reason alone */
+	FAIL_PENDING,   /* failed while nothing else was; the reason always */
+};
+#define BY_FLUSHES _WBG_OUTCOME_MAX /* failed if a job failed, else flushed */
+
+static const struct {
+	enum conclude_rule rule;
+	enum wbg_outcome outcome;
+	const char *reason;
+} causes[_WBG_CAUSE_MAX] = {
+	[WBG_CAUSE_CHILDREN] = { SET, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own" },
+	[WBG_CAUSE_CHILDREN_COVER] = { SET, WBG_OUTCOME_CHILDREN,
+				       "dirtied nothing itself; its removed child cgroups' handovers cover the rest" },
+	[WBG_CAUSE_MITIGATION_OFF] = { SET, WBG_OUTCOME_DISABLED, "mitigation off" },
+	[WBG_CAUSE_FLUSH_OFF] = { SET, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)" },
+	[WBG_CAUSE_NOTHING_DIRTY] = { SET, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0" },
+	[WBG_CAUSE_PLAN_FAILED] = { SET, WBG_OUTCOME_FAILED, "planning failed" },
+	[WBG_CAUSE_NO_FILESYSTEM] = { SET, WBG_OUTCOME_NO_TARGETS, "dirty, but no filesystem to flush was found" },
+	[WBG_CAUSE_EXCLUDED] = { SET, WBG_OUTCOME_NO_TARGETS, "its filesystems are excluded ([flush] exclude_fstypes)" },
+	[WBG_CAUSE_NOT_OWN] = { SET, WBG_OUTCOME_NO_TARGETS, "dirty, but it dirtied no filesystem itself" },
+	[WBG_CAUSE_NOTHING_RECORDED] = { SET, WBG_OUTCOME_CLEAN, "nothing dirtied was recorded" },
+	[WBG_CAUSE_FILESYSTEMS_GONE] = { SET, WBG_OUTCOME_NO_TARGETS, "its filesystems are gone" },
+	[WBG_CAUSE_NO_STALL_FS] = { SET, WBG_OUTCOME_NO_TARGETS, "no filesystem on the stalled device" },
+	[WBG_CAUSE_OUT_OF_MEMORY] = { SET, WBG_OUTCOME_FAILED, "out of memory" },
+	[WBG_CAUSE_TIMEOUT] = { SET, WBG_OUTCOME_TIMEOUT, "flush timeout" },
+	[WBG_CAUSE_STOPPED_FLUSHING] = { SET, WBG_OUTCOME_INTERRUPTED, "daemon stopped during the flush" },
+	[WBG_CAUSE_FLUSHES_DONE] = { OUTCOME_PENDING, BY_FLUSHES, NULL },
+	[WBG_CAUSE_STOPPED_DEFERRED] = { IF_PENDING, WBG_OUTCOME_INTERRUPTED, "daemon stopped before its removal" },
+	[WBG_CAUSE_STOPPED_WATCHED] = { IF_PENDING, WBG_OUTCOME_INTERRUPTED,
+					"daemon stopped while its dying wb was watched" },
+	[WBG_CAUSE_WATCH_FLUSHED] = { IF_PENDING, BY_FLUSHES, NULL },
+	[WBG_CAUSE_WATCH_AGED_FLUSHED] = { IF_PENDING, BY_FLUSHES, "not drained at watch_max_age_sec: flushed" },
+	[WBG_CAUSE_WATCH_RELEASED] = { IF_PENDING, WBG_OUTCOME_DRAINED, "released by the kernel while watched" },
+	[WBG_CAUSE_WATCH_NO_WB_STATS] = { IF_PENDING, WBG_OUTCOME_DRAINED,
+					  "no wb_stats: taken as drained after one expiry" },
+	[WBG_CAUSE_WATCH_DRAINED] = { IF_PENDING, WBG_OUTCOME_DRAINED, "its dying wb drained by itself; no flush needed" },
+	[WBG_CAUSE_ENDED_CLEAN] = { OUTCOME, WBG_OUTCOME_CLEAN, NULL },
+	[WBG_CAUSE_REPOPULATED] = { REASON, WBG_OUTCOME_PENDING, "repopulated before removal" },
+	[WBG_CAUSE_JOB_RELOAD] = { REASON, WBG_OUTCOME_PENDING, "job was a reload" },
+	[WBG_CAUSE_JOB_NOT_STOP] = { REASON, WBG_OUTCOME_PENDING, "job was not a stop" },
+	[WBG_CAUSE_JOB_DEVICE_REFUSED] = { REASON, WBG_OUTCOME_PENDING,
+					   "a block device node could not be opened (a container's device cgroup refuses it)" },
+	[WBG_CAUSE_JOB_TIMED_OUT] = { REASON, WBG_OUTCOME_PENDING, "a target timed out" },
+	[WBG_CAUSE_JOB_FAILED] = { REASON, WBG_OUTCOME_PENDING, "a target failed (see the log)" },
+	[WBG_CAUSE_INVALID_STEP] = { FAIL_PENDING, WBG_OUTCOME_FAILED, "lifecycle: an event its phase must not see (logged)" },
+};
+
+enum wbg_outcome handover_outcome_now(const struct wbg_handover *h)
+{
+	if (h->outcome != WBG_OUTCOME_PENDING)
+		return h->outcome;
+	return h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+}
+
+void handover_conclude(struct wbg_handover *h, enum wbg_cause cause)
+{
+	bool pending = h->outcome == WBG_OUTCOME_PENDING;
+	enum wbg_outcome o;
+
+	if ((unsigned)cause >= _WBG_CAUSE_MAX)
+		return;
+	o = causes[cause].outcome == BY_FLUSHES ? handover_outcome_now(h) : causes[cause].outcome;
+	switch (causes[cause].rule) {
+	case IF_PENDING:
+		if (pending) {
+			h->outcome = o;
+			h->reason = causes[cause].reason;
+		}
+		return;
+	case SET:
+		h->outcome = o;
+		h->reason = causes[cause].reason;
+		return;
+	case OUTCOME_PENDING:
+		if (pending)
+			h->outcome = o;
+		return;
+	case OUTCOME:
+		h->outcome = o;
+		return;
+	case REASON:
+		h->reason = causes[cause].reason;
+		return;
+	case FAIL_PENDING:
+		if (pending)
+			h->outcome = o;
+		h->reason = causes[cause].reason;
+		return;
+	}
+}
+
 void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 {
 	if (h->n_pending > 0)
@@ -101,10 +198,10 @@ void handover_job_done(struct wbg_handover *h, const struct flush_job *j)
 	if (j->result < 0) {
 		h->n_failed++;
 		/* the reason a failed target was not written, for the record */
-		h->reason = j->kind == FLUSH_BDEV && (j->result == -EPERM || j->result == -EACCES)
-				    ? "a block device node could not be opened (a container's device cgroup refuses it)"
-			    : j->result == -ETIMEDOUT ? "a target timed out"
-						      : "a target failed (see the log)";
+		handover_conclude(h, j->kind == FLUSH_BDEV && (j->result == -EPERM || j->result == -EACCES)
+					     ? WBG_CAUSE_JOB_DEVICE_REFUSED
+				     : j->result == -ETIMEDOUT ? WBG_CAUSE_JOB_TIMED_OUT
+							       : WBG_CAUSE_JOB_FAILED);
 	}
 	h->inodes_synced += j->stats.inodes_synced;
 	h->inodes_skipped += j->stats.inodes_skipped;

@@ -48,6 +48,50 @@ enum wbg_outcome {
 	_WBG_OUTCOME_MAX,
 };
 
+/* What a part of the lifecycle found that bears on how a handover ends.
+ * handover_conclude() alone turns a cause into the outcome and reason the
+ * record shows, by the rule each cause has there. */
+enum wbg_cause {
+	/* before any flush: set */
+	WBG_CAUSE_CHILDREN,         /* a parent: its child cgroups have handovers of their own */
+	WBG_CAUSE_CHILDREN_COVER,   /* dirtied nothing itself; its removed children's handovers cover it */
+	WBG_CAUSE_MITIGATION_OFF,
+	WBG_CAUSE_FLUSH_OFF,        /* [flush] enable = no */
+	WBG_CAUSE_NOTHING_DIRTY,    /* memory.stat: file_dirty and file_writeback 0 */
+	WBG_CAUSE_PLAN_FAILED,
+	WBG_CAUSE_NO_FILESYSTEM,    /* dirty, no filesystem to flush found */
+	WBG_CAUSE_EXCLUDED,         /* its filesystems are [flush] exclude_fstypes' */
+	WBG_CAUSE_NOT_OWN,          /* dirty, but it dirtied no filesystem itself */
+	WBG_CAUSE_NOTHING_RECORDED, /* nothing dirtied was recorded (clean) */
+	WBG_CAUSE_FILESYSTEMS_GONE, /* recovered: its recorded filesystems are gone */
+	WBG_CAUSE_NO_STALL_FS,      /* a stall: no filesystem on its device */
+	/* its flush: set */
+	WBG_CAUSE_OUT_OF_MEMORY,
+	WBG_CAUSE_TIMEOUT,
+	WBG_CAUSE_STOPPED_FLUSHING, /* wbguardd stopped during the flush */
+	/* while nothing else was concluded */
+	WBG_CAUSE_FLUSHES_DONE,       /* failed if a job failed, else flushed; its reason kept */
+	WBG_CAUSE_STOPPED_DEFERRED,   /* wbguardd stopped before its removal */
+	WBG_CAUSE_STOPPED_WATCHED,    /* ... while its dying wb was watched */
+	WBG_CAUSE_WATCH_FLUSHED,      /* watched, flushed, then clean */
+	WBG_CAUSE_WATCH_AGED_FLUSHED, /* ... flushed at watch_max_age_sec */
+	WBG_CAUSE_WATCH_RELEASED,     /* drained: released by the kernel while watched */
+	WBG_CAUSE_WATCH_NO_WB_STATS,  /* drained, as far as one can tell without wb_stats */
+	WBG_CAUSE_WATCH_DRAINED,      /* its dying wb drained by itself */
+	/* the outcome alone */
+	WBG_CAUSE_ENDED_CLEAN, /* the table's clean end (repopulated while deferred) */
+	/* a reason alone */
+	WBG_CAUSE_REPOPULATED, /* in use again before its removal */
+	WBG_CAUSE_JOB_RELOAD,  /* the systemd job that started it was a reload */
+	WBG_CAUSE_JOB_NOT_STOP,
+	WBG_CAUSE_JOB_DEVICE_REFUSED, /* a job: a block device node could not be opened */
+	WBG_CAUSE_JOB_TIMED_OUT,
+	WBG_CAUSE_JOB_FAILED,
+	/* failed while nothing else was concluded; its reason always */
+	WBG_CAUSE_INVALID_STEP,
+	_WBG_CAUSE_MAX,
+};
+
 struct wbg_handover {
 	uint64_t id;
 	unsigned flush_round; /* its flushes so far: a job's waiter names the round (handover_waiter()) */
@@ -101,6 +145,11 @@ struct wbg_handover {
 	} target[8];                 /* the first targets, for the record */
 	int verify;                  /* -1 not possible here, 0 dying wb still dirty, 1 clean */
 };
+
+/* The one writer of a handover's outcome and reason. */
+void handover_conclude(struct wbg_handover *h, enum wbg_cause cause);
+/* Its outcome as an answer now: a pending one is its flushes' so far. */
+enum wbg_outcome handover_outcome_now(const struct wbg_handover *h);
 
 struct wbg_handover *handover_new(uint64_t id, uint64_t cgroup_id, const char *path, enum wbg_trigger t,
 				  uint64_t now);

@@ -19,17 +19,14 @@ static void end_outcome(struct wbg_lifecycle *lc, struct wbg_handover *h, struct
 		lc_watch_ended(lc, h);
 	switch (end) {
 	case WBG_END_CLEAN:
-		h->outcome = WBG_OUTCOME_CLEAN;
+		handover_conclude(h, WBG_CAUSE_ENDED_CLEAN);
 		break;
 	case WBG_END_INTERRUPTED:
 		/* a flush under way is redone whatever was recorded; a
 		 * deferral or a watch only while nothing was */
-		if (from != WBG_PHASE_FLUSHING && h->outcome != WBG_OUTCOME_PENDING)
-			break;
-		h->outcome = WBG_OUTCOME_INTERRUPTED;
-		h->reason = from == WBG_PHASE_FLUSHING	   ? "daemon stopped during the flush"
-			    : from == WBG_PHASE_DEFERRED ? "daemon stopped before its removal"
-							 : "daemon stopped while its dying wb was watched";
+		handover_conclude(h, from == WBG_PHASE_FLUSHING	   ? WBG_CAUSE_STOPPED_FLUSHING
+				     : from == WBG_PHASE_DEFERRED ? WBG_CAUSE_STOPPED_DEFERRED
+								  : WBG_CAUSE_STOPPED_WATCHED);
 		break;
 	case WBG_END_WATCHED:
 		if (h->was_watched)
@@ -48,8 +45,7 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	struct json_object *o;
 	const char *json;
 
-	if (h->outcome == WBG_OUTCOME_PENDING)
-		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	handover_conclude(h, WBG_CAUSE_FLUSHES_DONE);
 	if (c && c->handover == h)
 		c->handover = NULL;
 	if (h->t_first_flush) {

@@ -53,10 +53,9 @@ static bool descendants_handed_over(const struct wbg_lifecycle *lc, const char *
 /* A handover that ends before any flush. One that ends while the cgroup
  * still exists covers its removal too (settled). */
 static struct wbg_fact end_early(struct wbg_lifecycle *lc, struct wbg_cgroup *c, struct wbg_handover *h,
-				 enum wbg_outcome o, const char *reason)
+				 enum wbg_cause cause)
 {
-	h->outcome = o;
-	h->reason = reason;
+	handover_conclude(h, cause);
 	c->handover = NULL;
 	lc_settle(lc, c->id, !h->t_removed && h->trigger != WBG_TRIGGER_API);
 	return fact(WBG_EVENT_NOTHING, 0);
@@ -111,8 +110,7 @@ static struct wbg_fact plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c
 		/* A pod's cgroup whose containers were removed just before it
 		 * (runtimes rmdir them at once): its memory.stat still counts
 		 * their dying cgroups' pages, which their handovers cover. */
-		h->outcome = WBG_OUTCOME_CHILDREN;
-		h->reason = "dirtied nothing itself; its removed child cgroups' handovers cover the rest";
+		handover_conclude(h, WBG_CAUSE_CHILDREN_COVER);
 	} else if (plan->set_maybe_evicted && h->dirty_known) {
 		/* Its set may be one the BPF LRU evicted (a tenant with many
 		 * cgroups): every filesystem, rather than dirty data left. */
@@ -123,23 +121,20 @@ static struct wbg_fact plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c
 			h->route = h->trigger == WBG_TRIGGER_API ? WBG_ROUTE_ASKED : WBG_ROUTE_FLUSH;
 			return fact(WBG_EVENT_DIRTY, 0);
 		}
-		h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-		h->reason = r < 0 ? "planning failed" : "dirty, but no filesystem to flush was found";
+		handover_conclude(h, r < 0 ? WBG_CAUSE_PLAN_FAILED : WBG_CAUSE_NO_FILESYSTEM);
 	} else if (plan->n_excluded) {
 		/* network and FUSE filesystems have no cgroup writeback (no
 		 * dying wb to stall on), and their syncfs can hang */
-		h->outcome = WBG_OUTCOME_NO_TARGETS;
-		h->reason = "its filesystems are excluded ([flush] exclude_fstypes)";
+		handover_conclude(h, WBG_CAUSE_EXCLUDED);
 		h->not_own = true;
 	} else {
 		/* Nothing recorded: with BPF this means the cgroup dirtied no
 		 * filesystem we can reach; with its set missing (not evicted),
 		 * that the dirty pages charged to it are not its own writes, so
 		 * they do not boost. */
-		h->outcome = h->dirty_known ? WBG_OUTCOME_NO_TARGETS : WBG_OUTCOME_CLEAN;
-		h->reason = h->dirty_known ? (plan->own_set_missing ? "dirty, but it dirtied no filesystem itself"
-								    : "dirty, but no filesystem to flush was found")
-					   : "nothing dirtied was recorded";
+		handover_conclude(h, !h->dirty_known		? WBG_CAUSE_NOTHING_RECORDED
+				     : plan->own_set_missing ? WBG_CAUSE_NOT_OWN
+							     : WBG_CAUSE_NO_FILESYSTEM);
 		h->not_own = plan->own_set_missing;
 	}
 	return fact(WBG_EVENT_NOTHING, 0);
@@ -167,12 +162,12 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 	/* A parent (a pod slice, a delegated service) is emptied when its
 	 * children are: they have handovers of their own. */
 	if (!h->t_removed && trigger != WBG_TRIGGER_API && lc->world.kernel->has_children(lc->world.kernel_data, c->path))
-		return end_early(lc, c, h, WBG_OUTCOME_CHILDREN, "its child cgroups have handovers of their own");
+		return end_early(lc, c, h, WBG_CAUSE_CHILDREN);
 	/* An explicit request is done whatever the kernel can do itself. */
 	if (!lc->mitigating && trigger != WBG_TRIGGER_API)
-		return end_early(lc, c, h, WBG_OUTCOME_DISABLED, "mitigation off");
+		return end_early(lc, c, h, WBG_CAUSE_MITIGATION_OFF);
 	if (!lc->params.flush)
-		return end_early(lc, c, h, WBG_OUTCOME_DISABLED, "flush disabled ([flush] enable = no)");
+		return end_early(lc, c, h, WBG_CAUSE_FLUSH_OFF);
 	/* While the cgroup exists, its own counters say whether anything is
 	 * dirty; a vanished cgroup (ENOENT/ENODEV) is normal here. */
 	if (!h->t_removed) {
@@ -181,7 +176,7 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 			h->dirty_known = true;
 			h->dirty_bytes = dirty;
 			if (dirty + wb == 0)
-				return end_early(lc, c, h, WBG_OUTCOME_CLEAN, "file_dirty and file_writeback were 0");
+				return end_early(lc, c, h, WBG_CAUSE_NOTHING_DIRTY);
 		} else
 			log_debug_errno(r, "No memory.stat for %s", c->path);
 	}
@@ -193,8 +188,7 @@ struct wbg_fact lc_event_start(struct wbg_lifecycle *lc, struct wbg_cgroup *c, e
 	/* its route, fixed here: what the first plan and the mode say */
 	if (r < 0) {
 		log_error_errno(r, "Cannot plan the flush of %s", c->path);
-		h->outcome = WBG_OUTCOME_FAILED;
-		h->reason = "planning failed";
+		handover_conclude(h, WBG_CAUSE_PLAN_FAILED);
 		ev = fact(WBG_EVENT_NOTHING, 0);
 	} else if (plan->n == 0)
 		ev = plan_empty(lc, c, h, plan);
@@ -228,7 +222,7 @@ struct wbg_fact lc_event_repopulated(struct wbg_lifecycle *lc, struct wbg_cgroup
 		return LC_NO_FACT; /* its flush ends first; its removal is to come */
 	/* In use again before anyone removed it: that handover is over. */
 	c->handover = NULL;
-	h->reason = "repopulated before removal"; /* deferred: clean (nothing flushed, its wb never died) */
+	handover_conclude(h, WBG_CAUSE_REPOPULATED); /* deferred: clean (nothing flushed, its wb never died) */
 	return fact(WBG_EVENT_REPOPULATED, 0);
 }
 
@@ -240,8 +234,7 @@ struct wbg_fact lc_event_recovered(struct wbg_lifecycle *lc, struct wbg_handover
 	h->t_removed = h->t_trigger;
 	if (r >= 0 && plan->n > 0)
 		return fact(WBG_EVENT_DIRTY, 0);
-	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-	h->reason = r < 0 ? "planning failed" : "its filesystems are gone";
+	handover_conclude(h, r < 0 ? WBG_CAUSE_PLAN_FAILED : WBG_CAUSE_FILESYSTEMS_GONE);
 	return fact(WBG_EVENT_NOTHING, 0);
 }
 
@@ -251,5 +244,5 @@ void lifecycle_job_type(struct wbg_lifecycle *lc, struct wbg_cgroup *c, const ch
 	 * early flush was harmless and the record says what it was for. */
 	if (c->handover && c->handover->trigger == WBG_TRIGGER_STOP_JOB && strcmp(type, "stop") != 0 &&
 	    strcmp(type, "restart") != 0)
-		c->handover->reason = strcmp(type, "reload") == 0 ? "job was a reload" : "job was not a stop";
+		handover_conclude(c->handover, strcmp(type, "reload") == 0 ? WBG_CAUSE_JOB_RELOAD : WBG_CAUSE_JOB_NOT_STOP);
 }

@@ -130,7 +130,6 @@ struct wbg_fact lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, 
 		h->route = WBG_ROUTE_WATCH; /* watched like any removal on-evidence */
 		return fact(WBG_EVENT_DIRTY, 0);
 	}
-	h->outcome = r < 0 ? WBG_OUTCOME_FAILED : WBG_OUTCOME_NO_TARGETS;
-	h->reason = r < 0 ? "planning failed" : "no filesystem on the stalled device";
+	handover_conclude(h, r < 0 ? WBG_CAUSE_PLAN_FAILED : WBG_CAUSE_NO_STALL_FS);
 	return fact(WBG_EVENT_NOTHING, 0);
 }

@@ -52,15 +52,14 @@ void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, co
 void lc_waiters_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *out)
 {
 	struct wbg_handover *h = out->h;
-	enum wbg_outcome o = h->outcome;
+	enum wbg_outcome o = handover_outcome_now(h);
 
 	if (!(out->actions & WBG_ACT_ANSWER))
 		return;
 
-	if (o == WBG_OUTCOME_PENDING)
-		o = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
+	/* a watched one's outcome is its watch's */
 	if (!h->was_watched)
-		h->outcome = o;
+		handover_conclude(h, WBG_CAUSE_FLUSHES_DONE);
 	lc_reply_waiters(lc, h, wbg_outcome_to_string(o));
 }
 

@@ -198,17 +198,12 @@ void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h)
 
 void lc_watch_outcome(struct wbg_handover *h, struct wbg_fact f)
 {
-	if (h->outcome != WBG_OUTCOME_PENDING)
-		return;
-	if (h->flushes || h->route == WBG_ROUTE_EXIT) {
-		h->outcome = h->n_failed ? WBG_OUTCOME_FAILED : WBG_OUTCOME_FLUSHED;
-		h->reason = h->expired ? "not drained at watch_max_age_sec: flushed" : NULL;
-	} else {
-		h->outcome = WBG_OUTCOME_DRAINED;
-		h->reason = f.event == WBG_EVENT_RELEASED ? "released by the kernel while watched"
-			    : h->verify < 0	      ? "no wb_stats: taken as drained after one expiry"
-						      : "its dying wb drained by itself; no flush needed";
-	}
+	if (h->flushes || h->route == WBG_ROUTE_EXIT)
+		handover_conclude(h, h->expired ? WBG_CAUSE_WATCH_AGED_FLUSHED : WBG_CAUSE_WATCH_FLUSHED);
+	else
+		handover_conclude(h, f.event == WBG_EVENT_RELEASED ? WBG_CAUSE_WATCH_RELEASED
+				     : h->verify < 0	       ? WBG_CAUSE_WATCH_NO_WB_STATS
+							       : WBG_CAUSE_WATCH_DRAINED);
 }
 
 struct wbg_wb_look lc_wb_look(int census_result, const struct wbg_wb_census *c, uint64_t cgroup_id)

@@ -135,8 +135,7 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 	if (refused.event != LC_NO_EVENT)
 		return refused; /* the rest is that fact's */
 	if (actions & WBG_ACT_SUBMIT && plan && lc_submit(lc, h, plan) < 0) {
-		h->outcome = WBG_OUTCOME_FAILED;
-		h->reason = "out of memory";
+		handover_conclude(h, WBG_CAUSE_OUT_OF_MEMORY);
 	}
 	if (actions & WBG_ACT_FLUSH_ALL)
 		lc_flush(lc, h, false);
@@ -204,9 +203,7 @@ static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, st
 		lc->stats.invalid_steps++;
 		log_warning("handover %" PRIu64 " of %s: event %s (guards 0x%x) in phase %s must not happen; ended",
 			    h->id, h->path, wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(from));
-		if (h->outcome == WBG_OUTCOME_PENDING)
-			h->outcome = WBG_OUTCOME_FAILED;
-		h->reason = "lifecycle: an event its phase must not see (logged)";
+		handover_conclude(h, WBG_CAUSE_INVALID_STEP);
 	} else
 		log_debug("handover %" PRIu64 ": %s --%s (guards 0x%x)--> %s", h->id, wbg_phase_to_string(from),
 			  wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(s.next));
@@ -287,8 +284,7 @@ static void timed_out(struct wbg_lifecycle *lc, struct wbg_handover *h)
 	/* a worker still inside it goes on waiting for the kernel, and
 	 * another thread takes its place */
 	lc->world.flusher->timed_out(lc->world.flusher_data);
-	h->outcome = WBG_OUTCOME_TIMEOUT;
-	h->reason = "flush timeout";
+	handover_conclude(h, WBG_CAUSE_TIMEOUT);
 	h->n_pending = 0;
 	lc_run(lc, h, flush_over(lc, h), NULL);
 }
