@@ -8,27 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handover-phase.h"
+#include "handover-expect.h"
 #include "wbg-base.h"
 #include "tap.h"
-
-#define P(x) WBG_PHASE_##x
-#define E(x) WBG_EVENT_##x
-#define A(x) WBG_ACT_##x
-#define G(x) WBG_GUARD_##x
-
-/* In phase, event with guards (the route's and the state's among them)
- * goes to next doing actions; one that ends names its outcome. */
-struct expect {
-	enum wbg_phase phase;
-	enum wbg_event event;
-	unsigned guards;
-	enum wbg_phase next;
-	unsigned actions;
-	enum wbg_end end;
-};
-
-#define END(x) WBG_END_##x
 
 /* Every phase x event that may happen; any other must end the handover as
  * invalid. */

@@ -13,25 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handover-expect.h"
 #include "lifecycle-internal.h"
 #include "lifecycle-world.h"
 #include "tap.h"
-
-#define P(x) WBG_PHASE_##x
-#define E(x) WBG_EVENT_##x
-#define A(x) WBG_ACT_##x
-#define G(x) WBG_GUARD_##x
-
-/* A cell to carry out: in phase, event with guards goes to next doing
- * actions, ending as end. */
-struct expect {
-	enum wbg_phase phase;
-	enum wbg_event event;
-	unsigned guards;
-	enum wbg_phase next;
-	unsigned actions;
-	enum wbg_end end;
-};
 
 #define CGROUP 900
 /* the guards the step adds itself, from the handover: the fixture's to
@@ -302,7 +287,7 @@ static void test_cells(void)
  * handover, which is on no batch. */
 static void test_invalid(void)
 {
-	static const struct expect x = { P(WATCHED), E(CLEANED), G(GONE), P(ENDED), A(UNWATCH) | A(END), WBG_END_NONE };
+	static const struct expect x = { P(WATCHED), E(CLEANED), G(GONE), P(ENDED), A(UNWATCH) | A(END), END(NONE) };
 
 	carry(&x, true);
 }
