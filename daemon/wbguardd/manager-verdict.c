@@ -107,7 +107,7 @@ void manager_notify_status(const struct manager *m)
 	(void)sd_notifyf(false,
 			 "STATUS=%zu cgroups; %zu handovers in progress (%zu watched), %" PRIu64
 			 " ended; flush %s; mitigation %s (dying-wb fallback %s)",
-			 m->reg.n, lifecycle_n_active(lc), lc->watch.n, ended,
+			 m->reg.n, lifecycle_n_active(lc), lifecycle_n_watched(lc), ended,
 			 lc->params.at_exit ? "exit" : lc->params.on_evidence ? "on-evidence" : "eager",
 			 m->mitigating ? "on" : "off", wbg_verdict_to_string(m->verdicts.dying_wb));
 }

@@ -367,6 +367,11 @@ size_t lc_watch_count(const struct wbg_lifecycle *lc)
 	return lc->watch.n;
 }
 
+size_t lifecycle_n_watched(const struct wbg_lifecycle *lc)
+{
+	return lc_watch_count(lc);
+}
+
 struct wbg_handover *lc_watch_nth(const struct wbg_lifecycle *lc, size_t i)
 {
 	return i < lc->watch.n ? lc->watch.v[i] : NULL;

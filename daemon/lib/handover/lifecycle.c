@@ -367,9 +367,10 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 		.in_scope = c->in_scope,
 		.populated = c->populated,
 		.removed = c->removed,
-		.tracked = registry_find_id(lc->reg, cgroup_id) != NULL,
+		/* what only the rmdir tracepoint's reports ask */
+		.tracked = trigger == WBG_TRIGGER_RMDIR_BPF && registry_find_id(lc->reg, cgroup_id),
 		.handover = h != NULL,
-		.recent = lifecycle_recently_started(lc, cgroup_id),
+		.recent = trigger == WBG_TRIGGER_RMDIR_BPF && lifecycle_recently_started(lc, cgroup_id),
 		.settled = lc_settled(lc, cgroup_id),
 	};
 	enum wbg_merge merge = handover_merge_report(trigger, f);
@@ -378,7 +379,8 @@ uint64_t lifecycle_event(struct wbg_lifecycle *lc, struct wbg_cgroup *c, enum wb
 	uint64_t id = 0;
 
 	if (merge == WBG_MERGE_DROP) {
-		log_debug("%s of cgroup %" PRIu64 ": covered by another report", wbg_trigger_to_string(trigger), cgroup_id);
+		log_debug("%s of cgroup %" PRIu64 ": nothing to add (another report covers it, or it is out of scope)",
+			  wbg_trigger_to_string(trigger), cgroup_id);
 		return 0;
 	}
 	if (merge == WBG_MERGE_SETTLED)

@@ -309,8 +309,9 @@ void lifecycle_tick(struct wbg_lifecycle *lc);
 bool lifecycle_recently_started(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* The handover in progress with that id, or NULL. O(log n). */
 const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64_t id);
-/* How many handovers are in progress. */
+/* How many handovers are in progress; how many of them are watched. */
 size_t lifecycle_n_active(const struct wbg_lifecycle *lc);
+size_t lifecycle_n_watched(const struct wbg_lifecycle *lc);
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Every cell of the table (handover_cells()), carried out, with the guards
- * that select it, the state its phase implies, and again with each route
- * that leaves it the same cell: a handover put in the
+ * that select it and the state its phase implies, and again with each
+ * other guard that leaves it the same cell: a handover put in the
  * cell's phase with the state its guards name (fixture() below), the
  * cell's event delivered with the event's own guards through the
  * lifecycle's real step (lc_run()), and then what the pretend world and the
@@ -247,6 +247,13 @@ static unsigned implied(enum wbg_phase p)
 	return p == P(WATCHED) || p == P(CLEANUP) || p == P(VERIFY) ? G(GONE) : p == P(DEFERRED) ? G(WATCH_ROUTE) : 0;
 }
 
+/* The state a phase rules out: a handover is watched only once its cgroup
+ * is gone, and from then on never checks, defers or awaits a removal. */
+static unsigned ruled_out(enum wbg_phase p)
+{
+	return p == P(CHECKING) || p == P(DEFERRED) || p == P(AWAITING_REMOVAL) ? G(WAS_WATCHED) : 0;
+}
+
 static bool same_step(const struct wbg_cell *c, unsigned guards)
 {
 	struct wbg_step s = handover_step(c->phase, c->event, guards);
@@ -256,7 +263,6 @@ static bool same_step(const struct wbg_cell *c, unsigned guards)
 
 static void test_cells(void)
 {
-	static const unsigned routes[] = { 0, G(ASKED), G(EXIT_ROUTE) };
 	const unsigned route_guards = G(WATCH_ROUTE) | G(EXIT_ROUTE) | G(ASKED);
 	const struct wbg_cell *t;
 	size_t n = handover_cells(&t);
@@ -271,13 +277,22 @@ static void test_cells(void)
 			       wbg_event_to_string(t[i].event));
 			continue;
 		}
-		for (size_t r = 0; r < ELEMENTSOF(routes); r++) {
-			unsigned g = base | routes[r];
+		/* its own guards, then each other guard that leaves it the
+		 * same cell, then a route with the handover's state (its
+		 * cgroup gone, watched before): a route only where it names
+		 * none */
+		for (unsigned k = 0; k <= _WBG_GUARD_COUNT + 6; k++) {
+			static const unsigned routes[] = { G(WATCH_ROUTE), G(EXIT_ROUTE), G(ASKED) };
+			unsigned g = k == _WBG_GUARD_COUNT	   ? 0
+				     : k < _WBG_GUARD_COUNT ? 1U << k
+							    : routes[(k - _WBG_GUARD_COUNT - 1) % 3] |
+								(k - _WBG_GUARD_COUNT - 1 < 3 ? G(GONE) : G(WAS_WATCHED));
 
-			/* a route where the cell names none, if the cell stays */
-			if (routes[r] && ((base | t[i].unless) & route_guards || !same_step(&t[i], g)))
+			if (g && (base & g || g & ruled_out(t[i].phase) || (g & route_guards && base & route_guards) ||
+				  !same_step(&t[i], base | g)))
 				continue;
-			carry(&(const struct expect){ t[i].phase, t[i].event, g, t[i].next, t[i].actions, t[i].end }, false);
+			carry(&(const struct expect){ t[i].phase, t[i].event, base | g, t[i].next, t[i].actions, t[i].end },
+			      false);
 		}
 	}
 	CHECK(shadowed == 0, "each of the table's %zu cells is reached by its own guards", n);
