@@ -46,7 +46,11 @@ rmdir $cg/quiet
 sleep 1
 scrape_metrics
 check "quiet: no flush job at the removal" test "$(metric wbguard_flush_jobs_total)" = 0
-check "quiet: one cgroup watched" test "$(metric wbguard_dying_watched)" = 1
+# (watched now, or drained already: in the shared guest the kernel once
+# wrote it back within that second, 2026-12-07, and the watch had ended)
+check "quiet: one cgroup watched (still, or drained by now)" \
+	test "$(awk '$1 == "wbguard_dying_watched" || $1 == "wbguard_dying_ended_total{end=\"drained\"}" {n += $2}
+		END {print n + 0}' /wbg-out/metrics.txt)" = 1
 wait_record quiet 90
 check "quiet: drained, the cleanup re-run, its dying wb clean" \
 	test "$(record quiet | jq -r '"\(.outcome) \(.cleanup_rerun) \(.dying_wb_clean) \(.evidence_flushes)"')" = "drained true true 0"
@@ -73,16 +77,23 @@ rmdir $cg/held
 
 # 3. The table's bound: with watch_max = 2, the third removal is flushed at
 # once, as eager mode would, and counted.
-# (The kernel's periodic flusher off meanwhile: a watched wb it drained
-# would free a slot before m3 comes, as it did once under TCG.)
+# (The kernel's flusher held off meanwhile: a watched wb it drained would
+# free a slot before m3 comes. Its periodic run did once under TCG; in the
+# shared guest (CI, 2026-12-07) m3 was watched with its record still empty
+# at 20 s: what earlier tests left dirty keeps the node over the background
+# threshold, and a background run writes back every wb, dying ones too.)
 printf '[flush]\nwatch_max = 2\n' >/tmp/max.conf
 wb_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+bg_ratio=$(cat /proc/sys/vm/dirty_background_ratio) dirty_ratio=$(cat /proc/sys/vm/dirty_ratio)
 echo 0 >/proc/sys/vm/dirty_writeback_centisecs
+echo 60 >/proc/sys/vm/dirty_ratio
+echo 50 >/proc/sys/vm/dirty_background_ratio
 daemon_start "$B" --config /tmp/max.conf
 # (the start recovers what the last stop kept, held's record, with a syncfs
 # of /mnt/ext4: done before the three write, or it writes their data too)
 i=0; while ls /run/wbguard/pending-*.json >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 sync
+echo 1 >/proc/sys/vm/drop_caches # (nor reclaim: it wakes the flusher for every wb)
 for n in m1 m2; do dirty $n 4; done
 rmdir $cg/m1 $cg/m2
 i=0; while scrape_metrics && [ "$(metric wbguard_dying_watched)" != 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -92,9 +103,13 @@ check "watch_max: two removals watched, the table full ($(metric wbguard_dying_w
 # seconds the table took to fill (seen on Debian's 6.12: m3 was clean at
 # its removal, with nothing to refuse)
 dirty m3 16
+scrape_metrics
+echo "# at m3's removal: $(metric wbguard_dying_watched) watched; $(grep -E '^(Dirty|Writeback):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
 rmdir $cg/m3
 wait_record m3 20
 echo "$wb_centisecs" >/proc/sys/vm/dirty_writeback_centisecs
+echo "$bg_ratio" >/proc/sys/vm/dirty_background_ratio
+echo "$dirty_ratio" >/proc/sys/vm/dirty_ratio
 check "watch_max: the third removal flushed at once" \
 	test "$(record m3 | jq -r '"\(.outcome) \(.targets > 0) \(.cleanup_rerun)"')" = "flushed true true"
 scrape_metrics
