@@ -251,7 +251,7 @@ static int method_status(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		"tracked_cgroups", "t", (uint64_t)m->reg.n, "registered_containers",
 		"t", (uint64_t)containers_count(&m->containers), "active_handovers", "t", (uint64_t)lifecycle_n_active(&m->lifecycle),
 		"handovers_total", "t", lifecycle_total(&m->lifecycle), "flushed_device_bytes", "t",
-		m->lifecycle.stats.flushed_device_bytes, "dirty_expire_centisecs", "u", cur,
+		lifecycle_flushed_device_bytes(&m->lifecycle), "dirty_expire_centisecs", "u", cur,
 		/* NRI: its phase ("off" without it) and the runtime it is registered with */
 		"nri", "s", m->nri ? nri_phase_to_string(nri_phase(m->nri)) : "off", "nri_runtime", "s",
 		m->nri ? nri_runtime(m->nri) : "");
@@ -288,7 +288,7 @@ static int property_counter(sd_bus *bus, const char *path, const char *interface
 	else if (strcmp(property, "RegisteredContainers") == 0)
 		v = containers_count(&m->containers);
 	else if (strcmp(property, "FlushedDeviceBytes") == 0)
-		v = m->lifecycle.stats.flushed_device_bytes;
+		v = lifecycle_flushed_device_bytes(&m->lifecycle);
 	else
 		v = lifecycle_total(&m->lifecycle);
 	return sd_bus_message_append(reply, "t", v);

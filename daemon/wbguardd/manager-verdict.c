@@ -99,15 +99,10 @@ void manager_nfd_update(struct manager *m, bool guarded)
 void manager_notify_status(const struct manager *m)
 {
 	const struct wbg_lifecycle *lc = &m->lifecycle;
-	uint64_t ended = 0;
-
-	for (unsigned t = 0; t < _WBG_TRIGGER_MAX; t++)
-		for (unsigned o = 0; o < _WBG_OUTCOME_MAX; o++)
-			ended += lc->stats.by[t][o];
 	(void)sd_notifyf(false,
 			 "STATUS=%zu cgroups; %zu handovers in progress (%zu watched), %" PRIu64
 			 " ended; flush %s; mitigation %s (dying-wb fallback %s)",
-			 m->reg.n, lifecycle_n_active(lc), lifecycle_n_watched(lc), ended,
+			 m->reg.n, lifecycle_n_active(lc), lifecycle_n_watched(lc), lifecycle_total(lc),
 			 lc->params.at_exit ? "exit" : lc->params.on_evidence ? "on-evidence" : "eager",
 			 m->mitigating ? "on" : "off", wbg_verdict_to_string(m->verdicts.dying_wb));
 }

@@ -11,16 +11,6 @@
 #include "lifecycle.h"
 #include "lifecycle-internal.h"
 
-uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
-{
-	uint64_t total = 0;
-
-	for (int t = 0; t < _WBG_TRIGGER_MAX; t++)
-		for (int o = 0; o < _WBG_OUTCOME_MAX; o++)
-			total += lc->stats.by[t][o];
-	return total;
-}
-
 struct path_lookup {
 	const char *path;
 	struct wbg_handover *found;

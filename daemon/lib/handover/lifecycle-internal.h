@@ -159,7 +159,17 @@ void lc_watch_flush_over(struct wbg_lifecycle *lc, const struct wbg_handover *h)
 struct wbg_handover *lc_watch_for_evidence(struct wbg_lifecycle *lc, uint64_t cgroup_id);
 /* At the stop: the table emptied. */
 void lc_watch_clear(struct wbg_lifecycle *lc);
-/* The parts' metric families (lifecycle_metrics() renders them in turn). */
+/* The parts' counters, each kept by its owner, and the metric families
+ * the watch and the waiters render (lifecycle_metrics() renders them in
+ * turn). */
+const struct wbg_engine_stats *lc_engine_stats(const struct wbg_lifecycle *lc);
+const struct wbg_event_stats *lc_event_stats(const struct wbg_lifecycle *lc);
+const struct wbg_plan_stats *lc_plan_stats(const struct wbg_lifecycle *lc);
+const struct wbg_end_stats *lc_end_stats(const struct wbg_lifecycle *lc);
+const struct wbg_stall_stats *lc_stall_stats(const struct wbg_lifecycle *lc);
+const struct wbg_watch_stats *lc_watch_stats(const struct wbg_lifecycle *lc);
+/* The end's histograms' buckets (at lifecycle_init). */
+void lc_end_init(struct wbg_lifecycle *lc);
 void lc_watch_metrics(FILE *f, const struct wbg_lifecycle *lc);
 void lc_waiters_metrics(FILE *f, const struct wbg_lifecycle *lc);
 /* The recent ring's slot i (< WBG_RECENT_MAX, in no order): its path, or

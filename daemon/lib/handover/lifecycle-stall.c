@@ -28,7 +28,7 @@ static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint
 	size_t n = ELEMENTSOF(lc->stall.retry);
 
 	if (lc->stall.n_retry == n) {
-		uint64_t k = ++lc->stats.stall_retry_full;
+		uint64_t k = ++lc->stall.stats.retry_full;
 
 		if (!(k & (k - 1)))
 			log_warning("%zu capped stalls wait to be reported again: dying cgroup %" PRIu64
@@ -39,6 +39,11 @@ static void stall_retry_later(struct wbg_lifecycle *lc, uint64_t cgroup_id, uint
 	}
 	lc->stall.retry[(lc->stall.retry_head + lc->stall.n_retry++) % n].cgroup_id = cgroup_id;
 	lc->stall.retry[(lc->stall.retry_head + lc->stall.n_retry - 1) % n].due = now + STALL_RETRY_USEC;
+}
+
+const struct wbg_stall_stats *lc_stall_stats(const struct wbg_lifecycle *lc)
+{
+	return &lc->stall.stats;
 }
 
 uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc)
@@ -69,18 +74,18 @@ int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pat
 	const char *why = NULL;
 
 	if (!lc->mitigating || !lc->params.flush) {
-		lc->stats.stall_off++;
+		lc->stall.stats.off++;
 		return 0;
 	}
 	if (!in_scope) {
 		/* not ours to flush; BPF keeps it reported */
-		lc->stats.stall_out_of_scope++;
+		lc->stall.stats.out_of_scope++;
 		return 0;
 	}
 	if (lifecycle_cgroup_active(lc, cgroup_id)) {
 		/* its handover is at it (a watched one hears of the stall
 		 * through its own arming) */
-		lc->stats.stall_covered++;
+		lc->stall.stats.covered++;
 		return 0;
 	}
 	if (path)
@@ -89,15 +94,15 @@ int lc_stall_admit(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *pat
 	 * the device's budget alone */
 	if (tenant && !rate_take_keyed(lc->stall.tenant_rate, ELEMENTSOF(lc->stall.tenant_rate), bdi_dev, tenant,
 				       STALL_TENANT_PER_SEC, STALL_TENANT_BURST, now)) {
-		lc->stats.stall_tenant_capped++;
+		lc->stall.stats.tenant_capped++;
 		why = "its tenant's share of stall handovers on that device";
 	} else if (!rate_take_keyed(lc->stall.rate, ELEMENTSOF(lc->stall.rate), bdi_dev, 0, STALL_PER_SEC, STALL_BURST,
 				    now)) {
-		lc->stats.stall_capped++;
+		lc->stall.stats.capped++;
 		why = "too many stall handovers on that device";
 	}
 	if (why) {
-		uint64_t k = lc->stats.stall_capped + lc->stats.stall_tenant_capped;
+		uint64_t k = lc->stall.stats.capped + lc->stall.stats.tenant_capped;
 
 		if (!(k & (k - 1))) /* logged at 1, 2, 4...: a flood writes a few lines */
 			log_warning("Stall of dying cgroup %" PRIu64 " on %u:%u: %s (%" PRIu64
@@ -113,7 +118,7 @@ struct wbg_fact lc_stall_plan(struct wbg_lifecycle *lc, struct wbg_handover *h, 
 {
 	int r;
 
-	lc->stats.stall_started++;
+	lc->stall.stats.started++;
 	h->t_removed = h->t_trigger;
 	h->stall_dev = bdi_dev;
 	log_notice("Stall: a foreign flush to dying cgroup %" PRIu64 " (%s) on %u:%u failed, and nothing covered it: "

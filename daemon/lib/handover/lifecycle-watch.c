@@ -191,7 +191,7 @@ void lc_watch_after(struct wbg_lifecycle *lc, const struct wbg_handover *h)
 void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h)
 {
 	if (h->verify == 0) {
-		lc->stats.verify_dirty++;
+		lc->watch.stats.verify_dirty++;
 		log_notice("A dying wb of %s is still dirty at watch_max_age_sec; no longer watched", h->path);
 	}
 }
@@ -238,7 +238,7 @@ struct wbg_fact lc_watch_verified(struct wbg_lifecycle *lc, struct wbg_handover 
 			return fact(WBG_EVENT_VERIFIED, WBG_GUARD_DIRTY | WBG_GUARD_WATCH_AGAIN);
 		h->verify = 0;
 		if (!h->watch) {
-			lc->stats.verify_dirty++;
+			lc->watch.stats.verify_dirty++;
 			log_notice("A dying wb of %s still has dirty IO after the handover", h->path);
 		}
 		return fact(WBG_EVENT_VERIFIED, WBG_GUARD_DIRTY);
@@ -365,6 +365,11 @@ bool lc_watch_take_due(struct wbg_lifecycle *lc, uint64_t now)
 size_t lc_watch_count(const struct wbg_lifecycle *lc)
 {
 	return lc->watch.n;
+}
+
+const struct wbg_watch_stats *lc_watch_stats(const struct wbg_lifecycle *lc)
+{
+	return &lc->watch.stats;
 }
 
 size_t lifecycle_n_watched(const struct wbg_lifecycle *lc)

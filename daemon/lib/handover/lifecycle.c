@@ -23,13 +23,14 @@
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
 		    const struct wbg_containers *containers, const struct wbg_lifecycle_world *world)
 {
-	static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
-	static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
-
 	*lc = (struct wbg_lifecycle){ .params = *p, .reg = reg, .containers = containers, .world = *world,
 				      .mitigating = true };
-	hist_init(&lc->reaction, reaction, ELEMENTSOF(reaction));
-	hist_init(&lc->flush_duration, duration, ELEMENTSOF(duration));
+	lc_end_init(lc);
+}
+
+const struct wbg_engine_stats *lc_engine_stats(const struct wbg_lifecycle *lc)
+{
+	return &lc->engine;
 }
 
 void lifecycle_open_ids(struct wbg_lifecycle *lc, const char *dir, uint64_t floor)
@@ -200,7 +201,7 @@ static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, st
 	if (from == WBG_PHASE_ENDED)
 		return LC_NO_FACT;
 	if (s.invalid) {
-		lc->stats.invalid_steps++;
+		lc->engine.invalid_steps++;
 		log_warning("handover %" PRIu64 " of %s: event %s (guards 0x%x) in phase %s must not happen; ended",
 			    h->id, h->path, wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(from));
 		handover_conclude(h, WBG_CAUSE_INVALID_STEP);
@@ -244,10 +245,10 @@ static void run_cleanup(struct wbg_lifecycle *lc)
 		return;
 	r = lc->world.kernel->cleanup(lc->world.kernel_data);
 	if (r >= 0) {
-		lc->stats.cleanup_cycles++;
+		lc->engine.cleanup_cycles++;
 		done = true;
 	} else if (r != -EOPNOTSUPP) {
-		lc->stats.cleanup_failures++;
+		lc->engine.cleanup_failures++;
 		log_warning_errno(r, "Scratch memcg cycle (for %s and the handovers with it) failed", h->path);
 	}
 	now = lc_now(lc);
@@ -347,7 +348,7 @@ void lifecycle_job_done(struct wbg_lifecycle *lc, const struct flush_job *j)
 		/* timed out meanwhile: an earlier round's, not this one's */
 		if (!h || h->n_pending == 0 || !handover_waiter_current(h, j->waiters[i])) {
 			if (h)
-				lc->stats.late_jobs++;
+				lc->engine.late_jobs++;
 			continue;
 		}
 		handover_job_done(h, j);

@@ -159,21 +159,39 @@ struct wbg_watch_stats {
 		ended[_WBG_WATCH_END_MAX];
 	uint64_t evidence_capped; /* evidence flushes put off by the node-wide cap */
 	uint64_t evidence_tenant_capped; /* ... by their tenant's quarter of it */
+	uint64_t verify_dirty; /* watches that ended with wb_stats still showing a dirty dying wb */
 };
 
-struct wbg_lifecycle_stats {
-	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
-	uint64_t cleanup_cycles, cleanup_failures, verify_dirty, flushed_device_bytes, plans_set_evicted;
+/* The counters, each part's of its own doing. */
+struct wbg_engine_stats { /* lifecycle.c */
+	uint64_t cleanup_cycles, cleanup_failures;
 	uint64_t invalid_steps; /* events in a phase that must not see them (handover-phase.h) */
 	uint64_t late_jobs; /* jobs of a flush round that had timed out, finishing later: not counted */
-	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
-	uint64_t stall_started, stall_covered, stall_capped, stall_off; /* lifecycle_stall() */
-	uint64_t stall_tenant_capped, stall_out_of_scope; /* ... its tenant's budget; outside [daemon] roots */
-	uint64_t stall_retry_full; /* capped stalls the retry FIFO had no room for: re-armed at once */
-	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
+};
+
+struct wbg_event_stats { /* lifecycle-event.c */
+	uint64_t plans_set_evicted;
 	/* the exit recipe's flushes, and their targets by how: its own inodes,
 	 * or syncfs for want of a complete inode set */
 	uint64_t exit_flushes, exit_targets_inodes, exit_targets_syncfs;
+};
+
+struct wbg_plan_stats { /* lifecycle-flush.c */
+	uint64_t inode_records_evicted; /* inode records a plan's cgroup had counted that the LRU evicted */
+	uint64_t evidence_inodes_added; /* evidence inodes its plan did not hold, flushed all the same */
+};
+
+struct wbg_end_stats { /* lifecycle-end.c */
+	uint64_t by[_WBG_TRIGGER_MAX][_WBG_OUTCOME_MAX];
+	uint64_t flushed_device_bytes;
+	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
+	struct wbg_hist flush_duration; /* first flush -> all targets done */
+};
+
+struct wbg_stall_stats { /* lifecycle-stall.c: lifecycle_stall()'s results */
+	uint64_t started, covered, capped, off;
+	uint64_t tenant_capped, out_of_scope; /* ... its tenant's budget; outside [daemon] roots */
+	uint64_t retry_full; /* capped stalls the retry FIFO had no room for: re-armed at once */
 };
 
 /* A finished handover, as the API reports it. */
@@ -246,14 +264,16 @@ struct wbg_stall_budget {
 		uint64_t cgroup_id, due;
 	} retry[256];
 	size_t retry_head, n_retry;
+	struct wbg_stall_stats stats;
 };
 
 /* The engine (lifecycle.c) holds the parts. A member marked "owner: FILE"
  * is that file's alone: the other files reach it through the owner's
  * functions (lifecycle-internal.h), and tools/lifecycle-parts, a check of
  * the unit suite, fails on any lc->member elsewhere. The unmarked ones are
- * the engine's context every part reads (parameters, world, registry) and
- * the counters each part adds to. */
+ * the engine's context every part reads (parameters, world, registry).
+ * Each part counts what it does in its own struct; the metrics read them
+ * through the owners' lc_*_stats(). */
 struct wbg_lifecycle {
 	struct wbg_lifecycle_params params;
 	struct wbg_lifecycle_world world;
@@ -272,9 +292,10 @@ struct wbg_lifecycle {
 	struct wbg_waiters waiters; /* owner: lifecycle-waiters.c. API callers waiting for a flush */
 	struct wbg_recent_ring recent; /* owner: lifecycle-waiters.c */
 
-	struct wbg_lifecycle_stats stats;
-	struct wbg_hist reaction;       /* trigger (or evidence) -> first flush issued */
-	struct wbg_hist flush_duration; /* first flush -> all targets done */
+	struct wbg_engine_stats engine; /* owner: lifecycle.c */
+	struct wbg_event_stats planned; /* owner: lifecycle-event.c */
+	struct wbg_plan_stats plans; /* owner: lifecycle-flush.c */
+	struct wbg_end_stats ended; /* owner: lifecycle-end.c */
 };
 
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
@@ -312,6 +333,8 @@ const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64
 /* How many handovers are in progress; how many of them are watched. */
 size_t lifecycle_n_active(const struct wbg_lifecycle *lc);
 size_t lifecycle_n_watched(const struct wbg_lifecycle *lc);
+/* The bytes written to block devices while handover flushes ran. */
+uint64_t lifecycle_flushed_device_bytes(const struct wbg_lifecycle *lc);
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
 

@@ -105,7 +105,7 @@ static struct seen seen_now(void)
 			      .forgotten = world.forgotten, .pending_saves = world.pending_saves,
 			      .pending_drops = world.pending_drops, .ended = world.ended,
 			      .replies = world.replies[0], .n_watched = lc.watch.n,
-			      .invalid_steps = lc.stats.invalid_steps };
+			      .invalid_steps = lc_engine_stats(&lc)->invalid_steps };
 }
 
 /* Jobs submitted since from: of the event's plan (event_plan), or of a

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle-internal.h"
 #include "lifecycle-world.h"
 #include "tap.h"
 
@@ -44,8 +45,8 @@ static void test_flush_then_removal(void)
 	CHECK(h && h->phase == WBG_PHASE_FLUSHING, "populated 0: flushing before any removal");
 	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT, "populated 0: submitted as the exit recipe");
 	CHECK(world.last_plan_inodes, "populated 0: its own inodes planned");
-	CHECK(lc.stats.exit_flushes == 1, "counted: one exit flush");
-	CHECK(lc.stats.exit_targets_inodes == 1 && lc.stats.exit_targets_syncfs == 0,
+	CHECK(lc_event_stats(&lc)->exit_flushes == 1, "counted: one exit flush");
+	CHECK(lc_event_stats(&lc)->exit_targets_inodes == 1 && lc_event_stats(&lc)->exit_targets_syncfs == 0,
 	      "counted: one filesystem by its inodes, none by syncfs");
 	job_done(id, 0);
 	CHECK(h->phase == WBG_PHASE_AWAITING_REMOVAL && world.ended == 0,
@@ -164,7 +165,7 @@ static void test_bounds(void)
 	(void)lifecycle_event(&lc, c, WBG_TRIGGER_POPULATED_0);
 	CHECK(world.n_sub == 1 && world.sub[0].purpose == FLUSH_FOR_EXIT,
 	      "an incomplete inode set: the filesystem submitted (the pool's syncfs)");
-	CHECK(lc.stats.exit_targets_syncfs == 1 && lc.stats.exit_targets_inodes == 0,
+	CHECK(lc_event_stats(&lc)->exit_targets_syncfs == 1 && lc_event_stats(&lc)->exit_targets_inodes == 0,
 	      "an incomplete inode set: counted as the fallback");
 	teardown();
 
@@ -175,7 +176,7 @@ static void test_bounds(void)
 	      "an API flush in exit mode: flushed");
 	CHECK(world.sub[0].purpose == FLUSH_FOR_HANDOVER && !world.last_plan_inodes,
 	      "an API flush in exit mode: all of its data, as before");
-	CHECK(lc.stats.exit_flushes == 0, "an API flush in exit mode: no exit flush counted");
+	CHECK(lc_event_stats(&lc)->exit_flushes == 0, "an API flush in exit mode: no exit flush counted");
 	teardown();
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "wbg-kernel.h"
+#include "lifecycle-internal.h"
 #include "lifecycle-world.h"
 #include "tap.h"
 
@@ -56,7 +57,7 @@ static void test_stall_handover(void)
 	lc.mitigating = false;
 	CHECK(lifecycle_stall(&lc, 90, "", makedev(253, 0), true) == 0 && lifecycle_n_active(&lc) == 0,
 	      "a stall while not mitigating: nothing started");
-	CHECK(lc.stats.stall_off == 1, "a stall while not mitigating: counted");
+	CHECK(lc_stall_stats(&lc)->off == 1, "a stall while not mitigating: counted");
 	lc.mitigating = true;
 	world.plan_targets = 0; /* wbguardd was down at its removal: BPF has nothing of it */
 	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 1 && lifecycle_n_active(&lc) == 1,
@@ -69,7 +70,7 @@ static void test_stall_handover(void)
 	CHECK(h->evidence == 1, "a stall's handover: the stall is its evidence");
 	CHECK(lifecycle_stall(&lc, 90, "k/gone", makedev(253, 0), true) == 0 && world.n_sub == 1,
 	      "reported again while its handover runs: covered, nothing more");
-	CHECK(lc.stats.stall_covered == 1, "reported again while its handover runs: counted");
+	CHECK(lc_stall_stats(&lc)->covered == 1, "reported again while its handover runs: counted");
 	disarmed = world.disarmed;
 	job_done(h->id, 0);
 	advance(world.now + 2 * S);
@@ -95,7 +96,7 @@ static void test_stall_handover(void)
 	(void)watched(91, "k/watched");
 	CHECK(lifecycle_stall(&lc, 91, "k/watched", makedev(253, 0), true) == 0 && world.n_sub == 0,
 	      "a stall of a watched cgroup: covered, no second handover");
-	CHECK(lc.stats.stall_covered == 1, "a stall of a watched cgroup: counted covered");
+	CHECK(lc_stall_stats(&lc)->covered == 1, "a stall of a watched cgroup: counted covered");
 	teardown();
 }
 
@@ -127,7 +128,7 @@ static void test_stall_bounds(void)
 	stalls(100, 120, NULL, makedev(253, 0), &started, &capped);
 	CHECK(started == 16, "20 stalls on one device at once: 16 started");
 	CHECK(capped == 4, "20 stalls on one device at once: 4 refused");
-	CHECK(lc.stats.stall_capped == 4, "20 stalls on one device at once: the refusals counted");
+	CHECK(lc_stall_stats(&lc)->capped == 4, "20 stalls on one device at once: the refusals counted");
 	CHECK(lifecycle_stall(&lc, 200, "", makedev(8, 0), true) == 1, "another device still has its own");
 	world.now += S;
 	CHECK(lifecycle_stall(&lc, 120, "", makedev(253, 0), true) == 1, "a second later the device has room again");
@@ -142,7 +143,7 @@ static void test_stall_bounds(void)
 	stalls(300, 310, "system.slice/noisy.service", makedev(253, 0), &started, &capped);
 	CHECK(started == 4 && capped == 6, "10 stalls of one tenant: 4 started, 6 refused for its share (%d, %d)", started,
 	      capped);
-	CHECK(lc.stats.stall_tenant_capped == 6, "10 stalls of one tenant: the refusals counted as its share's");
+	CHECK(lc_stall_stats(&lc)->tenant_capped == 6, "10 stalls of one tenant: the refusals counted as its share's");
 	CHECK(world.disarmed == disarmed, "10 stalls of one tenant: none re-armed yet");
 	CHECK(lifecycle_stall(&lc, 320, "system.slice/quiet.service", makedev(253, 0), true) == 1,
 	      "another tenant's stall on that device starts");
@@ -153,14 +154,14 @@ static void test_stall_bounds(void)
 	 * counted */
 	before = world.disarmed;
 	stalls(1000, 1000 + 16 + 256 + 10, NULL, makedev(9, 9), &started, &capped);
-	CHECK(lc.stats.stall_retry_full == 10, "16 started, 256 wait in the FIFO, the 10 past it counted (%llu)",
-	      (unsigned long long)lc.stats.stall_retry_full);
+	CHECK(lc_stall_stats(&lc)->retry_full == 10, "16 started, 256 wait in the FIFO, the 10 past it counted (%llu)",
+	      (unsigned long long)lc_stall_stats(&lc)->retry_full);
 	CHECK(world.disarmed == before + 10, "the 10 past the FIFO re-armed at once");
 	advance(world.now + 2 * S);
 	CHECK(lifecycle_stall(&lc, 400, "outside/x.service", makedev(253, 0), false) == 0 &&
 		      !lifecycle_cgroup_active(&lc, 400),
 	      "a stall outside [daemon] roots: nothing started");
-	CHECK(lc.stats.stall_out_of_scope == 1, "a stall outside [daemon] roots: counted");
+	CHECK(lc_stall_stats(&lc)->out_of_scope == 1, "a stall outside [daemon] roots: counted");
 	teardown();
 
 	/* the stall's flush is evidence like any: the node-wide cap applies */

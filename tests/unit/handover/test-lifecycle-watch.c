@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle-internal.h"
 #include "lifecycle-world.h"
 #include "tap.h"
 
@@ -88,7 +89,7 @@ static void test_evidence(void)
 
 		CHECK(lifecycle_evidence(&lc, 9, &k, &owner) == 0 && world.n_sub == 1, "evidence naming an inode: flushed");
 		CHECK(world.sub[0].n_inodes == 1 && world.sub[0].first_ino == 4242, "the evidence's own inode is in its flush");
-		CHECK(lc.stats.evidence_inodes_added == 1, "the evidence's inode added to the plan is counted");
+		CHECK(lc_plan_stats(&lc)->evidence_inodes_added == 1, "the evidence's inode added to the plan is counted");
 	}
 	teardown();
 	{
@@ -205,7 +206,7 @@ static void test_late_job(void)
 	job_done_waiter(first, 0);
 	CHECK(h->phase == WBG_PHASE_FLUSHING, "the timed-out round's job finishing now: not this round's (%s)",
 	      wbg_phase_to_string(h->phase));
-	CHECK(lc.stats.late_jobs == 1, "the timed-out round's job: counted late");
+	CHECK(lc_engine_stats(&lc)->late_jobs == 1, "the timed-out round's job: counted late");
 	job_done(h->id, 0);
 	advance(world.now + S);
 	CHECK(h->phase == WBG_PHASE_WATCHED, "this round's own job ends its flush");

@@ -52,11 +52,11 @@ static void test_eager(void)
 	      "the record says when it ended, after its cleanup (wbguardctl handovers' ENDED)");
 	CHECK(world.pending_drops == 2, "ended: the pending records are dropped");
 	CHECK(lifecycle_n_active(&lc) == 0, "ended: nothing active");
-	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2, "counted by trigger and outcome");
-	CHECK(lc.stats.cleanup_cycles == 1, "the scratch cycle is counted");
-	CHECK(lc.stats.flushed_device_bytes == 2 * 4096, "the flushes' device bytes are counted");
-	CHECK(lc.reaction.count == 2, "the reaction time is observed once per handover");
-	CHECK(lc.flush_duration.count == 2, "the flush duration is observed once per handover");
+	CHECK(lc_end_stats(&lc)->by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_FLUSHED] == 2, "counted by trigger and outcome");
+	CHECK(lc_engine_stats(&lc)->cleanup_cycles == 1, "the scratch cycle is counted");
+	CHECK(lc_end_stats(&lc)->flushed_device_bytes == 2 * 4096, "the flushes' device bytes are counted");
+	CHECK(lc_end_stats(&lc)->reaction.count == 2, "the reaction time is observed once per handover");
+	CHECK(lc_end_stats(&lc)->flush_duration.count == 2, "the flush duration is observed once per handover");
 	teardown();
 }
 
@@ -74,7 +74,7 @@ static void test_dying_still_dirty(void)
 	advance(world.now + S);
 	CHECK(world.ended == 1, "a dying wb still dirty after the handover: it ends all the same");
 	CHECK(world_json_bool("dying_wb_clean") == 0, "... its record says the dying wb was not clean");
-	CHECK(lc.stats.verify_dirty == 1, "... and it is counted");
+	CHECK(lc_watch_stats(&lc)->verify_dirty == 1, "... and it is counted");
 	teardown();
 }
 
@@ -163,7 +163,7 @@ static void test_empty_plans(void)
 	pod = cgroup(410, "kubepods/evicted");
 	id = lifecycle_event(&lc, pod, WBG_TRIGGER_POPULATED_0);
 	CHECK(world.n_sub == 2, "its BPF set maybe evicted: every filesystem flushed");
-	CHECK(lc.stats.plans_set_evicted == 1, "its BPF set maybe evicted: counted");
+	CHECK(lc_event_stats(&lc)->plans_set_evicted == 1, "its BPF set maybe evicted: counted");
 	job_done(id, 0);
 	job_done(id, 0); /* one job per filesystem */
 	removed(pod);
@@ -266,7 +266,7 @@ static void test_on_evidence(void)
 	CHECK(world_json_int("evidence") == 1, "the record counts its evidence");
 	CHECK(world_json_bool("cleanup_rerun") == 1, "the record says the cleanup was re-run");
 	CHECK(world.forgotten == 1, "its BPF set forgotten at the end");
-	CHECK(lc.stats.cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
+	CHECK(lc_engine_stats(&lc)->cleanup_cycles >= 1, "the watch's cleanup cycles are counted");
 	teardown();
 
 	setup(true);
@@ -316,8 +316,8 @@ static void test_stop(void)
 	      "stopping answers its waiting caller: pending");
 	CHECK(world.pending_drops == 0 && world.pending_saves == 3,
 	      "the interrupted flush's, the deferral's and the watch's pending records are kept for the next start");
-	CHECK(lc.stats.by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1, "the flushing (api) handover: interrupted");
-	CHECK(lc.stats.by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
+	CHECK(lc_end_stats(&lc)->by[WBG_TRIGGER_API][WBG_OUTCOME_INTERRUPTED] == 1, "the flushing (api) handover: interrupted");
+	CHECK(lc_end_stats(&lc)->by[WBG_TRIGGER_POPULATED_0][WBG_OUTCOME_INTERRUPTED] == 2,
 	      "the deferred and the watched: interrupted, none flushed");
 	registry_free(&reg);
 }
