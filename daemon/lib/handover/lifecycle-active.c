@@ -148,6 +148,11 @@ const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64
 	return lc_find(lc, id);
 }
 
+void lifecycle_open_ids(struct wbg_lifecycle *lc, const char *dir, uint64_t floor)
+{
+	ids_open(&lc->ids, dir, floor);
+}
+
 struct wbg_handover *lc_start(struct wbg_lifecycle *lc, uint64_t cgroup_id, const char *path, enum wbg_trigger trigger)
 {
 	struct wbg_handover *h = handover_new(ids_next(&lc->ids), cgroup_id, path, trigger, lc_now(lc));

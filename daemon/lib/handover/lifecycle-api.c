@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The handover lifecycle as the API asks it: FlushCgroup (a handover
- * started or found, and the caller answered or kept waiting for its flush)
- * and the totals. Above the engine: it starts handovers through
+ * started or found, and the caller answered or kept waiting for its
+ * flush). Above the engine: it starts handovers through
  * lifecycle_event(), as any news does. */
 #include <errno.h>
 #include <inttypes.h>

@@ -53,11 +53,11 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 		 * removal that came long before it */
 		uint64_t from = h->t_evidence && h->t_evidence <= h->t_first_flush ? h->t_evidence : h->t_trigger;
 
-		hist_observe(&lc->ended.reaction, (double)(h->t_first_flush - from) / 1e6);
+		hist_observe(&lc->end_stats.reaction, (double)(h->t_first_flush - from) / 1e6);
 		if (h->t_flushed)
-			hist_observe(&lc->ended.flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
+			hist_observe(&lc->end_stats.flush_duration, (double)(h->t_flushed - h->t_first_flush) / 1e6);
 	}
-	lc->ended.flushed_device_bytes += h->device_bytes;
+	lc->end_stats.flushed_device_bytes += h->device_bytes;
 	(void)lc_finish(lc, h);
 	lc_forget_dirtied(lc, h->cgroup_id, WBG_FORGET_ENDED, h->t_removed != 0, h->was_watched);
 	/* its next stall is news again (unwatching forgot a watched one),
@@ -68,7 +68,7 @@ static void retire(struct wbg_lifecycle *lc, struct wbg_handover *h)
 		lc->world.kernel->disarm(lc->world.kernel_data, h->cgroup_id);
 	if (h->pending_saved)
 		lc->world.flusher->pending_drop(lc->world.flusher_data, h->id);
-	lc->ended.by[h->trigger][h->outcome]++;
+	lc->end_stats.by[h->trigger][h->outcome]++;
 	containers_names(lc->containers, h->path, &names);
 	h->t_ended = lc_now(lc);
 	o = handover_to_json(h, &names);
@@ -87,13 +87,13 @@ void lc_end_init(struct wbg_lifecycle *lc)
 	static const double reaction[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5 };
 	static const double duration[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60 };
 
-	hist_init(&lc->ended.reaction, reaction, ELEMENTSOF(reaction));
-	hist_init(&lc->ended.flush_duration, duration, ELEMENTSOF(duration));
+	hist_init(&lc->end_stats.reaction, reaction, ELEMENTSOF(reaction));
+	hist_init(&lc->end_stats.flush_duration, duration, ELEMENTSOF(duration));
 }
 
 const struct wbg_end_stats *lc_end_stats(const struct wbg_lifecycle *lc)
 {
-	return &lc->ended;
+	return &lc->end_stats;
 }
 
 uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
@@ -102,13 +102,13 @@ uint64_t lifecycle_total(const struct wbg_lifecycle *lc)
 
 	for (unsigned t = 0; t < _WBG_TRIGGER_MAX; t++)
 		for (unsigned o = 0; o < _WBG_OUTCOME_MAX; o++)
-			n += lc->ended.by[t][o];
+			n += lc->end_stats.by[t][o];
 	return n;
 }
 
 uint64_t lifecycle_flushed_device_bytes(const struct wbg_lifecycle *lc)
 {
-	return lc->ended.flushed_device_bytes;
+	return lc->end_stats.flushed_device_bytes;
 }
 
 void lc_end(struct wbg_lifecycle *lc, struct wbg_handover *h, struct wbg_fact f, enum wbg_phase from,

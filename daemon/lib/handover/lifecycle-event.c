@@ -19,7 +19,7 @@ struct path_prefix {
 
 const struct wbg_event_stats *lc_event_stats(const struct wbg_lifecycle *lc)
 {
-	return &lc->planned;
+	return &lc->event_stats;
 }
 
 static bool below(const char *p, const struct path_prefix *pre)
@@ -72,13 +72,13 @@ static struct wbg_fact end_early(struct wbg_lifecycle *lc, struct wbg_cgroup *c,
 static void exit_recipe(struct wbg_lifecycle *lc, struct wbg_handover *h, const struct wbg_plan *plan)
 {
 	h->flush_purpose = FLUSH_FOR_EXIT;
-	lc->planned.exit_flushes++;
+	lc->event_stats.exit_flushes++;
 	for (size_t i = 0; i < plan->n; i++)
 		if (plan->t[i].kind == FLUSH_FS) {
 			if (plan->t[i].use_inodes)
-				lc->planned.exit_targets_inodes++;
+				lc->event_stats.exit_targets_inodes++;
 			else
-				lc->planned.exit_targets_syncfs++;
+				lc->event_stats.exit_targets_syncfs++;
 		}
 }
 
@@ -119,7 +119,7 @@ static struct wbg_fact plan_empty(struct wbg_lifecycle *lc, struct wbg_cgroup *c
 	} else if (plan->set_maybe_evicted && h->dirty_known) {
 		/* Its set may be one the BPF LRU evicted (a tenant with many
 		 * cgroups): every filesystem, rather than dirty data left. */
-		lc->planned.plans_set_evicted++;
+		lc->event_stats.plans_set_evicted++;
 		r = lc->world.flusher->plan_mounts(lc->world.flusher_data, plan);
 		plan->source = "mounts (bpf set evicted)";
 		if (r >= 0 && plan->n > 0) {

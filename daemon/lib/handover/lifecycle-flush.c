@@ -12,7 +12,7 @@
 
 const struct wbg_plan_stats *lc_plan_stats(const struct wbg_lifecycle *lc)
 {
-	return &lc->plans;
+	return &lc->plan_stats;
 }
 
 /* A target into the handover's record; false if it is there already (the
@@ -88,7 +88,7 @@ void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes)
 	int r = lc->world.flusher->plan(lc->world.flusher_data, h->cgroup_id, NULL, inodes, &plan);
 
 	h->flush_purpose = inodes ? FLUSH_FOR_EVIDENCE : FLUSH_FOR_HANDOVER;
-	lc->plans.inode_records_evicted += plan.inodes_evicted;
+	lc->plan_stats.inode_records_evicted += plan.inodes_evicted;
 	if (r >= 0 && plan.n == 0) {
 		plan_free(&plan);
 		r = h->stall_dev ? lc->world.flusher->plan_recorded(lc->world.flusher_data, &h->stall_dev, &(bool){ false }, 1, &plan)
@@ -97,7 +97,7 @@ void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes)
 	}
 	/* the inode the writer is waiting on, whatever the LRU kept */
 	if (r >= 0 && inodes && h->evidence_inode.ino && plan_add_inode(&plan, &h->evidence_inode) > 0)
-		lc->plans.evidence_inodes_added++;
+		lc->plan_stats.evidence_inodes_added++;
 	if (r >= 0 && plan.n > 0) {
 		r = lc_submit(lc, h, &plan);
 		lc_save_pending(lc, h, &plan);

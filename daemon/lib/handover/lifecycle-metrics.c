@@ -12,6 +12,7 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 	const struct wbg_event_stats *ev = lc_event_stats(lc);
 	const struct wbg_plan_stats *plan = lc_plan_stats(lc);
 	const struct wbg_stall_stats *stall = lc_stall_stats(lc);
+	const struct wbg_watch_stats *watch = lc_watch_stats(lc);
 
 	metric_family(f, "wbguard_handovers_total", "counter",
 		      "Handovers of cgroups going away, by what started them and how they ended.");
@@ -33,7 +34,7 @@ void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc)
 		       eng->cleanup_cycles);
 	metric_counter(f, "wbguard_cleanup_failures_total", "Scratch memcg cycles that failed.", eng->cleanup_failures);
 	metric_counter(f, "wbguard_dying_wb_dirty_after_handover_total",
-		       "Handovers after which wb_stats still showed a dirty dying wb of the cgroup.", lc_watch_stats(lc)->verify_dirty);
+		       "Handovers after which wb_stats still showed a dirty dying wb of the cgroup.", watch->verify_dirty);
 	metric_counter(f, "wbguard_handover_plans_evicted_total",
 		       "Handovers planned from the mount table because their cgroup's BPF set may have been evicted.",
 		       ev->plans_set_evicted);

@@ -30,12 +30,7 @@ void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params 
 
 const struct wbg_engine_stats *lc_engine_stats(const struct wbg_lifecycle *lc)
 {
-	return &lc->engine;
-}
-
-void lifecycle_open_ids(struct wbg_lifecycle *lc, const char *dir, uint64_t floor)
-{
-	ids_open(&lc->ids, dir, floor);
+	return &lc->engine_stats;
 }
 
 void lifecycle_set_params(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p)
@@ -201,7 +196,7 @@ static struct wbg_fact step(struct wbg_lifecycle *lc, struct wbg_handover *h, st
 	if (from == WBG_PHASE_ENDED)
 		return LC_NO_FACT;
 	if (s.invalid) {
-		lc->engine.invalid_steps++;
+		lc->engine_stats.invalid_steps++;
 		log_warning("handover %" PRIu64 " of %s: event %s (guards 0x%x) in phase %s must not happen; ended",
 			    h->id, h->path, wbg_event_to_string(f.event), f.guards, wbg_phase_to_string(from));
 		handover_conclude(h, WBG_CAUSE_INVALID_STEP);
@@ -245,10 +240,10 @@ static void run_cleanup(struct wbg_lifecycle *lc)
 		return;
 	r = lc->world.kernel->cleanup(lc->world.kernel_data);
 	if (r >= 0) {
-		lc->engine.cleanup_cycles++;
+		lc->engine_stats.cleanup_cycles++;
 		done = true;
 	} else if (r != -EOPNOTSUPP) {
-		lc->engine.cleanup_failures++;
+		lc->engine_stats.cleanup_failures++;
 		log_warning_errno(r, "Scratch memcg cycle (for %s and the handovers with it) failed", h->path);
 	}
 	now = lc_now(lc);
@@ -348,7 +343,7 @@ void lifecycle_job_done(struct wbg_lifecycle *lc, const struct flush_job *j)
 		/* timed out meanwhile: an earlier round's, not this one's */
 		if (!h || h->n_pending == 0 || !handover_waiter_current(h, j->waiters[i])) {
 			if (h)
-				lc->engine.late_jobs++;
+				lc->engine_stats.late_jobs++;
 			continue;
 		}
 		handover_job_done(h, j);

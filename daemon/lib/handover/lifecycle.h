@@ -159,7 +159,9 @@ struct wbg_watch_stats {
 		ended[_WBG_WATCH_END_MAX];
 	uint64_t evidence_capped; /* evidence flushes put off by the node-wide cap */
 	uint64_t evidence_tenant_capped; /* ... by their tenant's quarter of it */
-	uint64_t verify_dirty; /* watches that ended with wb_stats still showing a dirty dying wb */
+	/* handovers (watched or not) after which wb_stats still showed a dirty
+	 * dying wb of the cgroup */
+	uint64_t verify_dirty;
 };
 
 /* The counters, each part's of its own doing. */
@@ -279,7 +281,7 @@ struct wbg_lifecycle {
 	struct wbg_lifecycle_world world;
 	struct wbg_registry *reg;
 	const struct wbg_containers *containers; /* whose cgroups, for the records */
-	struct wbg_ids ids; /* unique across restarts (pending.h) */
+	struct wbg_ids ids; /* owner: lifecycle-active.c. Unique across restarts (pending.h) */
 	bool mitigating;
 
 	struct wbg_active_set act; /* owner: lifecycle-active.c */
@@ -292,10 +294,10 @@ struct wbg_lifecycle {
 	struct wbg_waiters waiters; /* owner: lifecycle-waiters.c. API callers waiting for a flush */
 	struct wbg_recent_ring recent; /* owner: lifecycle-waiters.c */
 
-	struct wbg_engine_stats engine; /* owner: lifecycle.c */
-	struct wbg_event_stats planned; /* owner: lifecycle-event.c */
-	struct wbg_plan_stats plans; /* owner: lifecycle-flush.c */
-	struct wbg_end_stats ended; /* owner: lifecycle-end.c */
+	struct wbg_engine_stats engine_stats; /* owner: lifecycle.c */
+	struct wbg_event_stats event_stats; /* owner: lifecycle-event.c */
+	struct wbg_plan_stats plan_stats; /* owner: lifecycle-flush.c */
+	struct wbg_end_stats end_stats; /* owner: lifecycle-end.c */
 };
 
 void lifecycle_init(struct wbg_lifecycle *lc, const struct wbg_lifecycle_params *p, struct wbg_registry *reg,
@@ -333,7 +335,9 @@ const struct wbg_handover *lifecycle_find(const struct wbg_lifecycle *lc, uint64
 /* How many handovers are in progress; how many of them are watched. */
 size_t lifecycle_n_active(const struct wbg_lifecycle *lc);
 size_t lifecycle_n_watched(const struct wbg_lifecycle *lc);
-/* The bytes written to block devices while handover flushes ran. */
+/* How many handovers ended since the start; the bytes written to block
+ * devices while their flushes ran. */
+uint64_t lifecycle_total(const struct wbg_lifecycle *lc);
 uint64_t lifecycle_flushed_device_bytes(const struct wbg_lifecycle *lc);
 /* Whether a handover of the cgroup is in progress. O(log n). */
 bool lifecycle_cgroup_active(const struct wbg_lifecycle *lc, uint64_t cgroup_id);
@@ -421,6 +425,5 @@ unsigned lifecycle_drop_waiters(struct wbg_lifecycle *lc, bool (*match)(void *ca
  * last limit of them; 0: all kept) while lifecycle_recent_at() has one. */
 uint64_t lifecycle_recent_first(const struct wbg_lifecycle *lc, size_t limit);
 const struct wbg_recent *lifecycle_recent_at(const struct wbg_lifecycle *lc, uint64_t i);
-uint64_t lifecycle_total(const struct wbg_lifecycle *lc);
 /* Its metric families (wbguard_handovers_total, wbguard_dying_*...). */
 void lifecycle_metrics(FILE *f, const struct wbg_lifecycle *lc);
