@@ -84,10 +84,10 @@ void lc_save_pending(struct wbg_lifecycle *lc, struct wbg_handover *h, const str
 void lc_flush(struct wbg_lifecycle *lc, struct wbg_handover *h, bool inodes);
 
 /* lifecycle-waiters.c: the API's waiters and the recent ring. */
-/* The flush is over: waiters hear what it came to (a watched one's
- * outcome waits for its end). */
 /* The waiters' part of a step: ANSWER (the flush is over: they hear what
- * it came to; a watched handover's outcome waits for its end). */
+ * it came to; a watched handover's outcome waits for its end). The engine
+ * shows them the steps that name an action of theirs only. */
+#define LC_WAITERS_OBSERVE WBG_ACT_ANSWER
 void lc_waiters_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o);
 void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, const char *outcome);
 uint64_t lc_waiters_next_due(const struct wbg_lifecycle *lc);
@@ -134,10 +134,14 @@ uint64_t lc_stall_retry_due(const struct wbg_lifecycle *lc);
 /* lifecycle-watch.c: the watch table. */
 /* The watch table's part of a step: a flush of a watched one counted,
  * WATCH (a refusal is the next fact: WATCH_REFUSED), ARM_STALL, UNWATCH,
- * NOTE_EVIDENCE; LC_NO_FACT when nothing was refused. */
+ * NOTE_EVIDENCE; LC_NO_FACT when nothing was refused. The engine shows
+ * it the steps that name an action of its own only. */
+#define LC_WATCH_OBSERVES                                                                             \
+	(WBG_ACT_FLUSH_ALL | WBG_ACT_FLUSH_INODES | WBG_ACT_WATCH | WBG_ACT_ARM_STALL | WBG_ACT_NOTE_EVIDENCE | \
+	 WBG_ACT_UNWATCH)
 struct wbg_fact lc_watch_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *o);
-/* After a step that did not end h: a watched one's noted evidence is
- * looked at reflush_sec after its last flush. */
+/* After a step that did not end a watched h: its noted evidence is looked
+ * at reflush_sec after its last flush. */
 void lc_watch_after(struct wbg_lifecycle *lc, const struct wbg_handover *h);
 /* A watched one ends, however: how its watch went, counted. */
 void lc_watch_ended(struct wbg_lifecycle *lc, const struct wbg_handover *h);

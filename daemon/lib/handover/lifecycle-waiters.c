@@ -52,10 +52,11 @@ void lc_reply_waiters(struct wbg_lifecycle *lc, const struct wbg_handover *h, co
 void lc_waiters_observe(struct wbg_lifecycle *lc, const struct wbg_step_out *out)
 {
 	struct wbg_handover *h = out->h;
-	enum wbg_outcome o = handover_outcome_now(h);
+	enum wbg_outcome o;
 
-	if (!(out->actions & WBG_ACT_ANSWER))
+	if (!(out->actions & LC_WAITERS_OBSERVE))
 		return;
+	o = handover_outcome_now(h); /* before this step's conclusion */
 
 	/* a watched one's outcome is its watch's */
 	if (!h->was_watched)

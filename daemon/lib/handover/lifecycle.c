@@ -126,7 +126,7 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 	const struct wbg_step_out out = { .h = h, .fact = f, .from = from, .actions = actions };
 	uint64_t now = lc_now(lc);
 	unsigned pending_before = h->n_pending;
-	struct wbg_fact refused = lc_watch_observe(lc, &out);
+	struct wbg_fact refused = actions & LC_WATCH_OBSERVES ? lc_watch_observe(lc, &out) : LC_NO_FACT;
 
 	if (refused.event != LC_NO_EVENT)
 		return refused; /* the rest is that fact's */
@@ -152,7 +152,8 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 		h->verify_due = now + WBG_VERIFY_DELAY_USEC;
 		queue_push(&lc->verify_head, &lc->verify_tail, h);
 	}
-	lc_waiters_observe(lc, &out);
+	if (actions & LC_WAITERS_OBSERVE)
+		lc_waiters_observe(lc, &out);
 	if (actions & WBG_ACT_END) {
 		if (actions & WBG_ACT_KEEP_PENDING)
 			h->pending_saved = false; /* kept: the next start redoes it */
@@ -171,7 +172,8 @@ static struct wbg_fact carry_out(struct wbg_lifecycle *lc, struct wbg_handover *
 		} else if (h->n_pending == 0)
 			return flush_over(lc, h); /* nothing was started after all */
 	}
-	lc_watch_after(lc, h);
+	if (h->watch)
+		lc_watch_after(lc, h);
 	return LC_NO_FACT;
 }
 
