@@ -15,8 +15,9 @@
 #define NO_TRACE __attribute__((no_instrument_function))
 #define MAX_CALLS 4096
 
-static bool tracing;
-static int depth;
+/* per thread: only the test's own records (a pool thread would not) */
+static _Thread_local bool tracing;
+static _Thread_local int depth;
 static struct {
 	uintptr_t fn;
 	int depth;
